@@ -1,0 +1,223 @@
+// Package aah holds the AAH human-in-the-loop wire types (proposal AAH-HITL-001):
+// the decision/request artifact agents send, its decision types and lifecycle
+// states, and the parser that validates a request exactly as the spec defines it.
+//
+// It is a leaf package: it knows nothing about Slack, Redis or HTTP.
+package aah
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Identifiers the spec fixes.
+const (
+	ArtifactTypeRequest  = "decision/request"
+	ArtifactTypeResponse = "decision/response"
+	SchemaRequest        = "aah:decision/request@1.0"
+	SchemaResponse       = "aah:decision/response@1.0"
+	MediaTypeRequest     = "application/vnd.aah.decision-request+json"
+	MediaTypeResponse    = "application/vnd.aah.decision-response+json"
+)
+
+// DecisionType is one of the six decision types of spec §2.
+type DecisionType string
+
+// The decision types of spec §2.
+const (
+	TypeApproval    DecisionType = "approval"
+	TypeChoice      DecisionType = "choice"
+	TypeMultiChoice DecisionType = "multi_choice"
+	TypeText        DecisionType = "text"
+	TypeNumber      DecisionType = "number"
+	TypeDate        DecisionType = "date"
+)
+
+// DecisionTypes lists every valid type in spec order.
+var DecisionTypes = []DecisionType{TypeApproval, TypeChoice, TypeMultiChoice, TypeText, TypeNumber, TypeDate}
+
+// Status is a lifecycle state of a decision request (spec §6).
+type Status string
+
+// The lifecycle states of spec §6.
+const (
+	StatusPending   Status = "pending"
+	StatusPartial   Status = "partial"
+	StatusResolved  Status = "resolved"
+	StatusExpired   Status = "expired"
+	StatusEscalated Status = "escalated"
+	StatusWithdrawn Status = "withdrawn"
+)
+
+// Statuses lists every lifecycle state in spec order.
+var Statuses = []Status{StatusPending, StatusPartial, StatusResolved, StatusExpired, StatusEscalated, StatusWithdrawn}
+
+// Open reports whether a request in this state can still be answered or withdrawn.
+func (s Status) Open() bool {
+	return s == StatusPending || s == StatusPartial || s == StatusEscalated
+}
+
+// Valid reports whether s is one of the spec's states.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Request is a validated decision/request artifact. Fields the spec does not
+// define are not represented here; the caller keeps the original document
+// verbatim for that (forward compatibility).
+type Request struct {
+	AAHVersion string     `json:"aah_version"`
+	Artifact   Artifact   `json:"artifact"`
+	Source     Source     `json:"source"`
+	Data       Data       `json:"-"` // content.body.data
+	Handoff    Handoff    `json:"handoff"`
+	Lifecycle  Lifecycle  `json:"lifecycle"`
+	Slack      SlackHints `json:"-"` // extensions.slack
+}
+
+// Artifact is the artifact header.
+type Artifact struct {
+	ID        string    `json:"id"`
+	Type      string    `json:"type"`
+	Title     string    `json:"title"`
+	CreatedAt time.Time `json:"created_at"` // zero when the agent sent none
+}
+
+// Source names the requesting agent.
+type Source struct {
+	AgentID   string `json:"agent_id"`
+	AgentName string `json:"agent_name,omitempty"`
+	AgentRole string `json:"agent_role,omitempty"`
+	TaskID    string `json:"task_id,omitempty"`
+}
+
+// Data is content.body.data of a decision request (spec §3).
+type Data struct {
+	Context    string
+	Decisions  []Decision
+	Blocking   []BlockingItem
+	Deadline   time.Time // zero when absent
+	Escalation []EscalationStep
+}
+
+// EscalationStep is one {after, to} step. The spec defines a single object;
+// a list of steps (a chain) is accepted as an extension.
+type EscalationStep struct {
+	After    time.Duration
+	AfterRaw string // as the agent wrote it, e.g. "24h"
+	To       string
+}
+
+// Decision is one decision of a request (spec §3).
+type Decision struct {
+	ID          string
+	Type        DecisionType
+	Prompt      string
+	Description string
+	Required    bool
+	// Default is the typed default: bool (approval), string (choice, text, date),
+	// []string (multi_choice), float64 (number); nil when absent or null.
+	Default     any
+	Options     []Option
+	Constraints Constraints
+}
+
+// HasDefault reports whether the decision carries a non-null default.
+func (d Decision) HasDefault() bool { return d.Default != nil }
+
+// Option is a choice option.
+type Option struct {
+	Value       string
+	Label       string
+	Description string
+}
+
+// OptionLabel returns the label of the option with the given value, or the value itself.
+func (d Decision) OptionLabel(value string) string {
+	for _, o := range d.Options {
+		if o.Value == value {
+			return o.Label
+		}
+	}
+	return value
+}
+
+// Constraints bound text length (text), value (number) or selection count
+// (multi_choice), and a pattern for text. Nil means unbounded.
+type Constraints struct {
+	Min     *float64
+	Max     *float64
+	Pattern string // RE2 syntax, anchored by the author if they want it
+}
+
+// BlockingItem is a task or artifact blocked by the request.
+type BlockingItem struct {
+	TaskID      string
+	ArtifactID  string
+	Description string
+}
+
+// Handoff is the handoff section, with the response_url addition.
+type Handoff struct {
+	TargetRole       string    `json:"target_role,omitempty"`
+	ExpectsResponse  *bool     `json:"expects_response,omitempty"`
+	ResponseDeadline time.Time `json:"response_deadline"`
+	Priority         string    `json:"priority,omitempty"`
+	ResponseURL      string    `json:"response_url,omitempty"`
+}
+
+// Lifecycle is the lifecycle section as sent.
+type Lifecycle struct {
+	Status     string `json:"status,omitempty"`
+	Visibility string `json:"visibility,omitempty"`
+}
+
+// SlackHints is extensions.slack: where to post and whom to mention.
+type SlackHints struct {
+	Channel   string
+	Reviewers []string // Slack user ids (U…/W…) or email addresses
+}
+
+// EffectiveDeadline is data.deadline, or handoff.response_deadline when the
+// data has none; zero when neither is set.
+func (r *Request) EffectiveDeadline() time.Time {
+	if !r.Data.Deadline.IsZero() {
+		return r.Data.Deadline
+	}
+	return r.Handoff.ResponseDeadline
+}
+
+// Decision returns the decision with the given id.
+func (r *Request) Decision(id string) (Decision, bool) {
+	for _, d := range r.Data.Decisions {
+		if d.ID == id {
+			return d, true
+		}
+	}
+	return Decision{}, false
+}
+
+// FieldError names one problem with one field of a request. Field is a path
+// such as "content.body.data.decisions[2].options".
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// ValidationError carries every problem found in a request at once.
+type ValidationError struct {
+	Problems []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	if len(e.Problems) == 1 {
+		return "invalid decision request: " + e.Problems[0].Field + ": " + e.Problems[0].Message
+	}
+	b, _ := json.Marshal(e.Problems)
+	return "invalid decision request: " + string(b)
+}

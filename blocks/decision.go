@@ -1,0 +1,234 @@
+package blocks
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/slack-go/slack"
+)
+
+// Budgets for the variable parts of a decision's section, chosen so that a
+// prompt of MaxPromptLength plus all of them stays under MaxSectionText.
+const (
+	valueBudget   = 200 // a default or answer value
+	commentBudget = 300 // an answer's comment
+)
+
+// decisionBlocks renders one decision as two blocks: a section with the
+// question (prompt, required mark, description, options, default, answer) and,
+// while the request is open, an actions block with its controls.
+func (r *renderer) decisionBlocks(i int, d aah.Decision) []slack.Block {
+	var b strings.Builder
+	mark := "_optional_"
+	if d.Required {
+		mark = "*required*"
+	}
+	fmt.Fprintf(&b, "*%d. %s*  %s", i+1, escape(d.Prompt), mark)
+	answer, answered := r.st.Answers[d.ID]
+	tail := r.answerText(d, answer, answered)
+	if d.HasDefault() {
+		tail = "\n_Default: " + valueText(d, d.Default) + "_" + tail
+	}
+	// The description and the option list share what the section has left;
+	// a choice keeps at least half of it for its options.
+	room := MaxSectionText - utf8.RuneCountInString(b.String()) - utf8.RuneCountInString(tail)
+	cut := false
+	if d.Description != "" {
+		descRoom := room - 1
+		if len(d.Options) > 0 {
+			descRoom = room / 2
+		}
+		desc, descCut := fit(d.Description, descRoom, truncatedMarker)
+		b.WriteString("\n" + desc)
+		room -= utf8.RuneCountInString(desc) + 1
+		cut = descCut
+	}
+	if len(d.Options) > 0 {
+		list, listCut := optionList(d, room)
+		b.WriteString(list)
+		cut = cut || listCut
+	}
+	b.WriteString(tail)
+	r.truncated = r.truncated || cut
+	blocks := []slack.Block{section(b.String())}
+	if r.open() {
+		blocks = append(blocks, r.controls(d, answer, answered, cut))
+	}
+	return blocks
+}
+
+// optionList lists choice options with their descriptions, within room;
+// cut reports that some had to be left to the menu.
+func optionList(d aah.Decision, room int) (list string, cut bool) {
+	var b strings.Builder
+	n := 0
+	for i, o := range d.Options {
+		line := "\n• *" + escape(o.Label) + "*"
+		if o.Description != "" {
+			line += " — " + escape(o.Description)
+		}
+		more := fmt.Sprintf("\n• …and %d more options in the menu", len(d.Options)-i)
+		if n+utf8.RuneCountInString(line)+utf8.RuneCountInString(more) > room {
+			b.WriteString(more)
+			return b.String(), true
+		}
+		b.WriteString(line)
+		n += utf8.RuneCountInString(line)
+	}
+	return b.String(), false
+}
+
+// valueText renders a typed value (a default or an answer) for humans,
+// escaped for mrkdwn and at most valueBudget characters long.
+func valueText(d aah.Decision, v any) string {
+	var s string
+	switch val := v.(type) {
+	case bool:
+		s = "Reject"
+		if val {
+			s = "Approve"
+		}
+	case string:
+		s = val
+		switch d.Type {
+		case aah.TypeChoice:
+			s = d.OptionLabel(val)
+		case aah.TypeText:
+			s = "“" + val + "”"
+		}
+	case []string:
+		labels := make([]string, len(val))
+		for i, v := range val {
+			labels[i] = d.OptionLabel(v)
+		}
+		s = strings.Join(labels, ", ")
+		if len(labels) == 0 {
+			s = "nothing selected"
+		}
+	case float64:
+		s = strconv.FormatFloat(val, 'f', -1, 64)
+	default:
+		s = fmt.Sprint(v)
+	}
+	out, _ := fit(s, valueBudget, "…")
+	return out
+}
+
+// answerText is the recorded answer line, or while closed, "No answer".
+func (r *renderer) answerText(d aah.Decision, a Answer, answered bool) string {
+	if !answered {
+		if r.open() {
+			return ""
+		}
+		return "\n:heavy_minus_sign: _No answer_"
+	}
+	icon := ":ballot_box_with_check:"
+	if v, ok := a.Value.(bool); ok {
+		icon = ":white_check_mark:"
+		if !v {
+			icon = ":x:"
+		}
+	}
+	s := fmt.Sprintf("\n%s *%s*", icon, valueText(d, a.Value))
+	switch {
+	case a.Defaulted:
+		s += " _(default: nobody answered)_"
+	case a.ByUserID != "":
+		s += fmt.Sprintf(" by <@%s>", a.ByUserID)
+	}
+	if !a.At.IsZero() && !a.Defaulted {
+		s += " " + slackDate(a.At)
+	}
+	if a.Comment != "" {
+		c, _ := fit(a.Comment, commentBudget, "…")
+		s += "\n> " + strings.ReplaceAll(c, "\n", "\n> ")
+	}
+	return s
+}
+
+// controls builds a decision's interactive elements. The current answer (or
+// else the default) is preselected so the control shows what will be sent.
+func (r *renderer) controls(d aah.Decision, a Answer, answered bool, details bool) *slack.ActionBlock {
+	var elems []slack.BlockElement
+	current := d.Default
+	if answered {
+		current = a.Value
+	}
+	switch d.Type {
+	case aah.TypeApproval:
+		approve := slack.NewButtonBlockElement(ActionApprove, "true", plainText("Approve"))
+		approve.Style = slack.StylePrimary
+		reject := slack.NewButtonBlockElement(ActionReject, "false", plainText("Reject"))
+		reject.Style = slack.StyleDanger
+		elems = append(elems, approve, reject)
+	case aah.TypeChoice:
+		sel := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plainText("Choose…"), ActionSelect, options(d)...)
+		if v, ok := current.(string); ok {
+			sel.InitialOption = option(d, v)
+		}
+		elems = append(elems, sel)
+	case aah.TypeMultiChoice:
+		sel := slack.NewOptionsMultiSelectBlockElement(slack.MultiOptTypeStatic, plainText("Choose…"), ActionMultiSelect, options(d)...)
+		if vs, ok := current.([]string); ok {
+			for _, v := range vs {
+				sel.InitialOptions = append(sel.InitialOptions, option(d, v))
+			}
+		}
+		if d.Constraints.Max != nil {
+			n := int(*d.Constraints.Max)
+			sel.MaxSelectedItems = &n
+		}
+		elems = append(elems, sel)
+	case aah.TypeText, aah.TypeNumber:
+		label := "Enter text…"
+		if d.Type == aah.TypeNumber {
+			label = "Enter a number…"
+		}
+		if answered {
+			label = "Change answer…"
+		}
+		elems = append(elems, slack.NewButtonBlockElement(ActionOpenInput, d.ID, plainText(label)))
+	case aah.TypeDate:
+		dp := slack.NewDatePickerBlockElement(ActionDate)
+		dp.Placeholder = plainText("Pick a date")
+		if v, ok := current.(string); ok {
+			if t, err := aah.ParseDateValue(v); err == nil {
+				dp.InitialDate = t.Format(aah.DateOnlyLayout)
+			}
+		}
+		elems = append(elems, dp)
+	}
+	elems = append(elems, slack.NewButtonBlockElement(ActionComment, d.ID, plainText("Comment")))
+	if details {
+		elems = append(elems, slack.NewButtonBlockElement(ActionDetails, d.ID, plainText("View details")))
+	}
+	return slack.NewActionBlock(BlockID(r.st.Version, r.req.Artifact.ID, d.ID), elems...)
+}
+
+func options(d aah.Decision) []*slack.OptionBlockObject {
+	out := make([]*slack.OptionBlockObject, len(d.Options))
+	for i, o := range d.Options {
+		out[i] = option(d, o.Value)
+	}
+	return out
+}
+
+// option builds the select option for value. Labels and values were checked
+// against Slack's limits at intake; descriptions may be shortened because the
+// section above lists them in full.
+func option(d aah.Decision, value string) *slack.OptionBlockObject {
+	for _, o := range d.Options {
+		if o.Value != value {
+			continue
+		}
+		var desc *slack.TextBlockObject
+		if o.Description != "" {
+			desc = slack.NewTextBlockObject(slack.PlainTextType, plain(o.Description, MaxOptionDesc), true, false)
+		}
+		return slack.NewOptionBlockObject(o.Value, slack.NewTextBlockObject(slack.PlainTextType, o.Label, true, false), desc)
+	}
+	return nil
+}

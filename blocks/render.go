@@ -1,0 +1,265 @@
+// Package blocks renders decision requests as Slack Block Kit messages. It is
+// pure: a request plus its current state in, blocks out; no I/O, no clock.
+package blocks
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/slack-go/slack"
+)
+
+// State is everything about a request that changes after intake.
+type State struct {
+	Status  aah.Status
+	Version int64 // record version; part of every block_id
+	// Agent is the authenticated agent identity, shown when the request's
+	// source names nobody else.
+	ReceivedAt time.Time
+	// Mentions are the reviewers to mention, already resolved to Slack
+	// mention syntax ("<@U123>") or, when unresolvable, plain text.
+	Mentions []string
+	// Answers holds the recorded answer of each decision, by decision id.
+	Answers map[string]Answer
+	// ClosedAt is when the request left the open states.
+	ClosedAt time.Time
+}
+
+// Answer is one recorded answer.
+type Answer struct {
+	Value     any // bool, string, []string or float64, by decision type
+	Comment   string
+	ByUserID  string
+	At        time.Time
+	Defaulted bool // the request resolved without an answer and took the default
+}
+
+// Message is a rendered message: notification text plus blocks.
+type Message struct {
+	Text   string
+	Blocks []slack.Block
+}
+
+// Render builds the message for a request in a given state. Open requests
+// carry interactive controls; closed ones show the outcome and none.
+func Render(req *aah.Request, st State) Message {
+	r := renderer{req: req, st: st}
+	return Message{Text: r.fallbackText(), Blocks: r.blocks()}
+}
+
+type renderer struct {
+	req       *aah.Request
+	st        State
+	truncated bool
+}
+
+func (r *renderer) open() bool { return r.st.Status.Open() || r.st.Status == "" }
+
+func (r *renderer) blocks() []slack.Block {
+	out := []slack.Block{
+		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, plain(r.req.Artifact.Title, MaxHeaderText), true, false)),
+		slack.NewContextBlock("", mrkdwn(r.sourceLine())),
+	}
+	if banner := r.statusBanner(); banner != "" {
+		out = append(out, section(banner))
+	}
+	if c := r.req.Data.Context; c != "" {
+		text, cut := fit(c, MaxSectionText, truncatedMarker)
+		r.truncated = r.truncated || cut
+		out = append(out, section(text))
+	}
+	if len(r.st.Mentions) > 0 && r.open() {
+		out = append(out, section(fmt.Sprintf(":busts_in_silhouette: *Reviewers:* %s", strings.Join(r.st.Mentions, ", "))))
+	}
+	if len(r.req.Data.Blocking) > 0 {
+		out = append(out, section(r.blockingText()))
+	}
+	if line := r.timingLine(); line != "" {
+		out = append(out, slack.NewContextBlock("", mrkdwn(line)))
+	}
+	out = append(out, slack.NewDividerBlock())
+	for i, d := range r.req.Data.Decisions {
+		out = append(out, r.decisionBlocks(i, d)...)
+	}
+	out = append(out, slack.NewDividerBlock())
+	if r.open() {
+		if footer := r.requestActions(); footer != nil {
+			out = append(out, footer)
+		}
+	}
+	out = append(out, slack.NewContextBlock("", mrkdwn(r.progressLine())))
+	return out
+}
+
+func mrkdwn(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
+}
+
+func section(s string) *slack.SectionBlock { return slack.NewSectionBlock(mrkdwn(s), nil, nil) }
+
+func (r *renderer) sourceLine() string {
+	src := r.req.Source
+	who := src.AgentID
+	if src.AgentName != "" {
+		who = src.AgentName
+	}
+	parts := []string{fmt.Sprintf(":robot_face: Requested by *%s*", plain(escape(who), 200))}
+	if src.TaskID != "" {
+		parts = append(parts, fmt.Sprintf("task `%s`", plain(escape(src.TaskID), 200)))
+	}
+	if p := r.req.Handoff.Priority; p != "" {
+		parts = append(parts, priorityLabel(p))
+	}
+	if created := r.createdAt(); !created.IsZero() {
+		parts = append(parts, slackDate(created))
+	}
+	return strings.Join(parts, " · ")
+}
+
+func (r *renderer) createdAt() time.Time {
+	if !r.req.Artifact.CreatedAt.IsZero() {
+		return r.req.Artifact.CreatedAt
+	}
+	return r.st.ReceivedAt
+}
+
+func priorityLabel(p string) string {
+	switch p {
+	case "low":
+		return ":white_circle: Low priority"
+	case "normal", "medium":
+		return ":large_yellow_circle: " + strings.ToUpper(p[:1]) + p[1:] + " priority"
+	case "high":
+		return ":large_orange_circle: *High priority*"
+	case "urgent":
+		return ":red_circle: *Urgent*"
+	case "critical":
+		return ":rotating_light: *Critical*"
+	}
+	return escape(p) + " priority"
+}
+
+func (r *renderer) statusBanner() string {
+	at := ""
+	if !r.st.ClosedAt.IsZero() {
+		at = " " + slackDate(r.st.ClosedAt)
+	}
+	switch r.st.Status {
+	case aah.StatusWithdrawn:
+		return ":no_entry_sign: *Withdrawn* by the requesting agent" + at + ". Nothing here can be answered any more."
+	case aah.StatusExpired:
+		return ":hourglass: *Expired*" + at + ": the deadline passed before the request was resolved."
+	case aah.StatusResolved:
+		return ":white_check_mark: *Resolved*" + at + "."
+	case aah.StatusEscalated:
+		return ":arrow_heading_up: *Escalated*: still waiting for a decision."
+	}
+	return ""
+}
+
+func (r *renderer) blockingText() string {
+	var b strings.Builder
+	b.WriteString(":construction: *Blocking:*")
+	for i, item := range r.req.Data.Blocking {
+		ref := item.TaskID
+		if ref == "" {
+			ref = item.ArtifactID
+		}
+		line := "\n• " + escape(item.Description)
+		if ref != "" {
+			line = fmt.Sprintf("\n• `%s` %s", escape(ref), escape(item.Description))
+		}
+		more := fmt.Sprintf("\n• …and %d more", len(r.req.Data.Blocking)-i)
+		if b.Len()+len(line)+len(more) > MaxSectionText {
+			b.WriteString(more)
+			break
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+func (r *renderer) timingLine() string {
+	var parts []string
+	if dl := r.req.EffectiveDeadline(); !dl.IsZero() {
+		parts = append(parts, ":alarm_clock: Due "+slackDate(dl))
+	}
+	for _, step := range r.req.Data.Escalation {
+		parts = append(parts, fmt.Sprintf(":arrow_heading_up: Escalates to %s after %s", plain(escape(step.To), 200), humanDuration(step.After)))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// requestActions are the request-wide controls: batch approve/reject when
+// there are several approval decisions (rendering hint 5), and Submit when
+// the request has several decisions (a single decision resolves on its answer).
+func (r *renderer) requestActions() *slack.ActionBlock {
+	var elems []slack.BlockElement
+	approvals := 0
+	for _, d := range r.req.Data.Decisions {
+		if d.Type == aah.TypeApproval {
+			approvals++
+		}
+	}
+	if approvals >= 2 {
+		all := slack.NewButtonBlockElement(ActionApproveAll, RequestScope, plainText(fmt.Sprintf("Approve all %d", approvals)))
+		all.Confirm = confirm("Approve all?", fmt.Sprintf("This approves all %d approval decisions. Other decisions are not changed.", approvals), "Approve all")
+		none := slack.NewButtonBlockElement(ActionRejectAll, RequestScope, plainText(fmt.Sprintf("Reject all %d", approvals)))
+		none.Confirm = confirm("Reject all?", fmt.Sprintf("This rejects all %d approval decisions. Other decisions are not changed.", approvals), "Reject all")
+		elems = append(elems, all, none)
+	}
+	if len(r.req.Data.Decisions) > 1 {
+		submit := slack.NewButtonBlockElement(ActionSubmit, RequestScope, plainText("Submit decisions"))
+		submit.Style = slack.StylePrimary
+		submit.Confirm = confirm("Submit?", "This sends every answer to the agent. Unanswered optional decisions take their defaults.", "Submit")
+		elems = append(elems, submit)
+	}
+	if len(elems) == 0 {
+		return nil
+	}
+	return slack.NewActionBlock(BlockID(r.st.Version, r.req.Artifact.ID, RequestScope), elems...)
+}
+
+func plainText(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, plain(s, MaxButtonText), true, false)
+}
+
+func confirm(title, text, ok string) *slack.ConfirmationBlockObject {
+	return slack.NewConfirmationBlockObject(
+		slack.NewTextBlockObject(slack.PlainTextType, title, false, false),
+		slack.NewTextBlockObject(slack.PlainTextType, text, false, false),
+		slack.NewTextBlockObject(slack.PlainTextType, ok, false, false),
+		slack.NewTextBlockObject(slack.PlainTextType, "Cancel", false, false))
+}
+
+func (r *renderer) progressLine() string {
+	total, required, answered := len(r.req.Data.Decisions), 0, 0
+	for _, d := range r.req.Data.Decisions {
+		if d.Required {
+			required++
+		}
+		if a, ok := r.st.Answers[d.ID]; ok && !a.Defaulted {
+			answered++
+		}
+	}
+	return fmt.Sprintf(":bar_chart: %d of %d answered (%d required) · ID `%s`", answered, total, required, r.req.Artifact.ID)
+}
+
+func (r *renderer) fallbackText() string {
+	title := r.req.Artifact.Title
+	who := r.req.Source.AgentID
+	var s string
+	switch r.st.Status {
+	case aah.StatusWithdrawn:
+		s = "Withdrawn: " + title
+	case aah.StatusExpired:
+		s = "Expired: " + title
+	case aah.StatusResolved:
+		s = "Resolved: " + title
+	default:
+		s = fmt.Sprintf("Decision needed: %s (from %s, %d decisions)", title, who, len(r.req.Data.Decisions))
+	}
+	return plain(escape(s), MaxFallbackText)
+}

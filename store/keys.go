@@ -1,0 +1,73 @@
+package store
+
+import (
+	"fmt"
+	"hash/crc32"
+
+	"github.com/approvalbot/approvalbot/aah"
+)
+
+// Shards is the number of hash-tag slots the key space is spread over. Every
+// key that belongs to one request lives in that request's shard, so each Lua
+// script touches a single Redis Cluster slot, and the job queues are spread
+// over Shards slots instead of one hot slot. Changing it remaps existing
+// requests: it is part of the data layout, not a tuning knob.
+const Shards = 16
+
+// This file builds every Redis key approvalbot uses; nothing else formats one.
+//
+//	<p>:{sNN}:req:<id>                 hash    one request (fields in record.go)
+//	<p>:{sNN}:idx:status:<status>      zset    request ids by status, score = received ms
+//	<p>:{sNN}:idx:agent:<agent>:all    zset    an agent's request ids, score = received ms
+//	<p>:{sNN}:idx:agent:<agent>:<st>   zset    an agent's request ids in one status
+//	<p>:{sNN}:jobs:due                 zset    job id -> due time (ms)
+//	<p>:{sNN}:jobs:inflight            zset    job id -> lease expiry (ms)
+//	<p>:{sNN}:jobs:lease               hash    job id -> lease token of the current claim
+//	<p>:{sNN}:jobs:attempts            hash    job id -> attempts so far
+//	<p>:{sNN}:jobs:dead                list    dead-lettered jobs (JSON), newest first, capped
+//	<p>:pace:<channel>                 string  exists while a channel may not be posted to
+//
+// <p> is the configurable prefix (default "ab"); sNN is the shard, 00..15.
+type keys struct {
+	prefix string
+}
+
+// shardOf maps a request id to its shard.
+func shardOf(requestID string) int {
+	return int(crc32.ChecksumIEEE([]byte(requestID)) % Shards)
+}
+
+func (k keys) slot(shard int) string { return fmt.Sprintf("%s:{s%02d}", k.prefix, shard) }
+
+func (k keys) request(id string) string { return k.slot(shardOf(id)) + ":req:" + id }
+
+func (k keys) statusIndex(shard int, st aah.Status) string {
+	return k.slot(shard) + ":idx:status:" + string(st)
+}
+
+// agentIndex is the agent's index for one status, or all of its requests when st is "".
+func (k keys) agentIndex(shard int, agent string, st aah.Status) string {
+	if st == "" {
+		return k.slot(shard) + ":idx:agent:" + agent + ":all"
+	}
+	return k.slot(shard) + ":idx:agent:" + agent + ":" + string(st)
+}
+
+// jobKeys are the keys of one shard's job queue, in the order the job
+// scripts take them.
+type jobKeys struct {
+	due, inflight, lease, attempts, dead string
+}
+
+func (k keys) jobs(shard int) jobKeys {
+	s := k.slot(shard)
+	return jobKeys{
+		due:      s + ":jobs:due",
+		inflight: s + ":jobs:inflight",
+		lease:    s + ":jobs:lease",
+		attempts: s + ":jobs:attempts",
+		dead:     s + ":jobs:dead",
+	}
+}
+
+func (k keys) pace(channel string) string { return k.prefix + ":pace:" + channel }

@@ -1,0 +1,132 @@
+// Package redistest gives tests a real Redis. With REDIS_URL set it uses that
+// server; otherwise it starts one redis-server per test binary on a free
+// loopback port and stops it when the tests end. Each caller gets a unique
+// key prefix, so tests (and test binaries sharing REDIS_URL) never collide
+// and can run in parallel.
+//
+// When neither REDIS_URL nor a redis-server binary is available, tests fail
+// with instructions, unless REDIS_TEST_ALLOW_MINIREDIS=1 says an in-process
+// miniredis is acceptable (quick local runs only; CI always uses real Redis).
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	once    sync.Once
+	addr    string // host:port or redis URL of the shared server
+	initErr error
+	seq     atomic.Int64
+	kind    string // "REDIS_URL", "redis-server" or "miniredis"
+)
+
+// Client returns a client to the shared test Redis and a key prefix unique to
+// this test. The client is closed when the test ends.
+func Client(tb testing.TB) (redis.UniversalClient, string) {
+	tb.Helper()
+	once.Do(start)
+	if initErr != nil {
+		tb.Fatalf("redistest: %v", initErr)
+	}
+	opts, err := redis.ParseURL(addr)
+	if err != nil {
+		tb.Fatalf("redistest: parse %q: %v", addr, err)
+	}
+	rdb := redis.NewClient(opts)
+	tb.Cleanup(func() { _ = rdb.Close() })
+	prefix := fmt.Sprintf("t%d-%d-%s", os.Getpid(), seq.Add(1), sanitize(tb.Name()))
+	return rdb, prefix
+}
+
+// Kind says which server backs the tests.
+func Kind() string { once.Do(start); return kind }
+
+func sanitize(name string) string {
+	r := strings.NewReplacer("/", "_", " ", "_", "{", "", "}", "", ":", "_")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	return r.Replace(name)
+}
+
+func start() {
+	if u := os.Getenv("REDIS_URL"); u != "" {
+		addr, kind = u, "REDIS_URL"
+		initErr = ping(u)
+		return
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("REDIS_TEST_ALLOW_MINIREDIS") == "1" {
+			m := miniredis.NewMiniRedis()
+			if initErr = m.Start(); initErr == nil {
+				addr, kind = "redis://"+m.Addr(), "miniredis"
+			}
+			return
+		}
+		initErr = fmt.Errorf("tests need a real Redis: install redis-server (apt-get install -y redis-server) " +
+			"or set REDIS_URL=redis://host:port/0 (REDIS_TEST_ALLOW_MINIREDIS=1 falls back to miniredis)")
+		return
+	}
+	initErr = startServer(bin)
+}
+
+// startServer runs redis-server on a free port, without persistence, in a
+// temporary directory. The process dies with the test binary: it is started
+// with the parent-death signal where the OS offers it (see sysproc_*.go), and
+// TestMain-less packages rely on that.
+func startServer(bin string) error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("find a free port: %w", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	dir, err := os.MkdirTemp("", "redistest")
+	if err != nil {
+		return fmt.Errorf("temp dir: %w", err)
+	}
+	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	cmd.SysProcAttr = dieWithParent()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	addr, kind = fmt.Sprintf("redis://127.0.0.1:%d/0", port), "redis-server"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := ping(addr); err == nil {
+			return nil
+		} else if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("redis-server on port %d did not answer: %w", port, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func ping(u string) error {
+	opts, err := redis.ParseURL(u)
+	if err != nil {
+		return fmt.Errorf("parse REDIS_URL: %w", err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return rdb.Ping(ctx).Err()
+}

@@ -1,0 +1,79 @@
+// Package store owns approvalbot's state in Redis: decision requests, their
+// indexes, and the durable job queue (the outbox) that drives every Slack
+// call. Every key is built in keys.go and every Lua script lives in
+// scripts.go with its KEYS and ARGV documented.
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors callers branch on.
+var (
+	ErrNotFound = errors.New("store: request not found")
+	ErrConflict = errors.New("store: request id already used by a different request")
+	ErrNotOpen  = errors.New("store: request is no longer open")
+)
+
+// DefaultPrefix prefixes every key unless Options.Prefix says otherwise.
+const DefaultPrefix = "ab"
+
+// Options configure a Store.
+type Options struct {
+	// Prefix namespaces every key, so several deployments (or tests) can share
+	// one Redis. Default "ab".
+	Prefix string
+	// DeadLetterCap bounds each shard's dead-letter list. Default 1000.
+	DeadLetterCap int
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Store is approvalbot's Redis state. It is safe for concurrent use.
+type Store struct {
+	rdb     redis.UniversalClient
+	keys    keys
+	deadCap int
+	now     func() time.Time
+}
+
+// New returns a Store over rdb, which may be a standalone, Sentinel or
+// Cluster client.
+func New(rdb redis.UniversalClient, opts Options) (*Store, error) {
+	if rdb == nil {
+		return nil, errors.New("store: nil redis client")
+	}
+	s := &Store{
+		rdb:     rdb,
+		keys:    keys{prefix: cmp.Or(opts.Prefix, DefaultPrefix)},
+		deadCap: cmp.Or(opts.DeadLetterCap, 1000),
+		now:     opts.Now,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s, nil
+}
+
+// Ping reports whether Redis answers; it backs the readiness probe.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("store: ping redis: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
+
+func fromMs(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
