@@ -33,7 +33,7 @@ var decisionFixtures = map[string]string{
 	"text": `{"id":"tagline","type":"text","prompt":"Tagline for the launch page?","description":"Keep it short & <punchy>.","required":true,"default":"Plan less, celebrate more",
 		"constraints":{"min":5,"max":60,"pattern":"^[A-Z]"}}`,
 	"number": `{"id":"budget","type":"number","prompt":"Monthly ad budget (USD)?","required":true,"default":5000,"constraints":{"min":1000,"max":20000}}`,
-	"date": `{"id":"launch","type":"date","prompt":"Launch date?","required":false,"default":"2026-03-02"}`,
+	"date":   `{"id":"launch","type":"date","prompt":"Launch date?","required":false,"default":"2026-03-02"}`,
 }
 
 func wrap(decisions string) []byte {

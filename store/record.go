@@ -34,7 +34,10 @@ type Record struct {
 	UpdatedAt  time.Time
 	// WithdrawnAt is set once the agent withdrew the request.
 	WithdrawnAt time.Time
-	Slack       SlackState
+	// Mentions are the reviewers resolved to Slack mention syntax when the
+	// message was first rendered, reused by every later update.
+	Mentions []string
+	Slack    SlackState
 }
 
 // SlackState is where and how the request's message was posted.
@@ -122,6 +125,7 @@ func decodeRecord(h map[string]string) Record {
 		ReceivedAt:  fromMs(num("received_ms")),
 		UpdatedAt:   fromMs(num("updated_ms")),
 		WithdrawnAt: fromMs(num("withdrawn_ms")),
+		Mentions:    decodeList(h["mentions"]),
 		Slack: SlackState{
 			Channel:         h["slack_channel"],
 			TS:              h["slack_ts"],
@@ -218,6 +222,24 @@ func (s *Store) RecordPostError(ctx context.Context, id, code string, permanent 
 	err := s.rdb.HSet(ctx, s.keys.request(id), "post_error", code, "post_error_permanent", perm, "updated_ms", s.nowMs()).Err()
 	if err != nil {
 		return fmt.Errorf("store: record post error of %s: %w", id, err)
+	}
+	return nil
+}
+
+func decodeList(s string) []string {
+	var out []string
+	_ = json.Unmarshal([]byte(s), &out)
+	return out
+}
+
+// SetMentions stores the resolved reviewer mentions.
+func (s *Store) SetMentions(ctx context.Context, id string, mentions []string) error {
+	raw, err := json.Marshal(mentions)
+	if err != nil {
+		return fmt.Errorf("store: encode mentions of %s: %w", id, err)
+	}
+	if err := s.rdb.HSet(ctx, s.keys.request(id), "mentions", raw).Err(); err != nil {
+		return fmt.Errorf("store: set mentions of %s: %w", id, err)
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ if redis.call('HEXISTS', KEYS[1], 'slack_ts') == 1 then
 else
   redis.call('ZREM', KEYS[6], ARGV[5])
 end
-return {'ok', v}
+return {'ok', tostring(v)}
 `)
 
 // markPosted records where a request's message was posted. When the request

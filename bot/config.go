@@ -1,0 +1,151 @@
+package bot
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/approvalbot/approvalbot/webhook"
+	"github.com/kelseyhightower/envconfig"
+)
+
+// Config is every setting of approvalbot, read from the environment. The
+// README's configuration table documents each one; keep them in step.
+type Config struct {
+	ListenAddr      string        `envconfig:"LISTEN_ADDR" default:":8080"`
+	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"20s"`
+	LogLevel        string        `envconfig:"LOG_LEVEL" default:"info"`
+	LogFormat       string        `envconfig:"LOG_FORMAT" default:"text"`
+
+	RedisURL    string `envconfig:"REDIS_URL"`
+	RedisPrefix string `envconfig:"REDIS_PREFIX" default:"ab"`
+
+	SlackBotToken       string        `envconfig:"SLACK_BOT_TOKEN"`
+	SlackSigningSecret  string        `envconfig:"SLACK_SIGNING_SECRET"`
+	SlackAPIURL         string        `envconfig:"SLACK_API_URL" default:"https://slack.com/api/"`
+	SlackDefaultChannel string        `envconfig:"SLACK_DEFAULT_CHANNEL"`
+	SlackPostInterval   time.Duration `envconfig:"SLACK_POST_INTERVAL" default:"1s"`
+
+	IntakeTokens       string `envconfig:"INTAKE_TOKENS"`
+	IntakeMaxBodyBytes int64  `envconfig:"INTAKE_MAX_BODY_BYTES" default:"1048576"`
+
+	CallbackAllowPrivate bool `envconfig:"CALLBACK_ALLOW_PRIVATE" default:"false"`
+
+	WorkerConcurrency int           `envconfig:"WORKER_CONCURRENCY" default:"4"`
+	JobLease          time.Duration `envconfig:"JOB_LEASE" default:"60s"`
+	JobMaxAttempts    int           `envconfig:"JOB_MAX_ATTEMPTS" default:"12"`
+	JobPollInterval   time.Duration `envconfig:"JOB_POLL_INTERVAL" default:"250ms"`
+
+	// Derived by Load, not read from the environment.
+	tokens webhook.Tokens
+}
+
+// LocalDefaultChannel is where local mode posts when no channel is configured.
+const LocalDefaultChannel = "#approvals"
+
+// LoadConfig reads the environment, applies local-mode defaults, and
+// validates everything, reporting every problem at once.
+func LoadConfig() (Config, error) {
+	var c Config
+	if err := envconfig.Process("", &c); err != nil {
+		return Config{}, fmt.Errorf("read configuration: %w", err)
+	}
+	if c.LocalMode() {
+		if c.SlackDefaultChannel == "" {
+			c.SlackDefaultChannel = LocalDefaultChannel
+		}
+		c.CallbackAllowPrivate = true
+	}
+	return c, c.validate()
+}
+
+// LocalMode is true without SLACK_BOT_TOKEN: the bot then talks to its
+// built-in Slack emulator instead of Slack.
+func (c Config) LocalMode() bool { return c.SlackBotToken == "" }
+
+// EmbeddedRedis is true without REDIS_URL: state lives in process memory.
+func (c Config) EmbeddedRedis() bool { return c.RedisURL == "" }
+
+// Tokens are the parsed INTAKE_TOKENS.
+func (c Config) Tokens() webhook.Tokens { return c.tokens }
+
+// SlogLevel is LOG_LEVEL as a slog level.
+func (c Config) SlogLevel() slog.Level {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(c.LogLevel))
+	return l
+}
+
+func (c *Config) validate() error {
+	var probs []string
+	add := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
+	var err error
+	if c.tokens, err = webhook.ParseTokens(c.IntakeTokens); err != nil {
+		add("%v", err)
+	}
+	if !c.LocalMode() {
+		if !strings.HasPrefix(c.SlackBotToken, "xoxb-") {
+			add("SLACK_BOT_TOKEN must be a bot token (xoxb-…)")
+		}
+		if c.SlackSigningSecret == "" {
+			add("SLACK_SIGNING_SECRET is required with SLACK_BOT_TOKEN: Slack's requests cannot be verified without it")
+		}
+		if c.IntakeTokens == "" {
+			add("INTAKE_TOKENS is required with SLACK_BOT_TOKEN: agents must authenticate (name:token,...)")
+		}
+	}
+	if u, err := url.Parse(c.SlackAPIURL); err != nil || !u.IsAbs() || !strings.HasSuffix(u.Path, "/") {
+		add("SLACK_API_URL must be an absolute URL ending in /, e.g. https://slack.com/api/")
+	}
+	if c.RedisURL != "" {
+		if _, err := url.Parse(c.RedisURL); err != nil || !strings.HasPrefix(c.RedisURL, "redis") {
+			add("REDIS_URL must look like redis://[user:password@]host:port/db or rediss://…")
+		}
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		add("LOG_LEVEL must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		add("LOG_FORMAT must be text or json, got %q", c.LogFormat)
+	}
+	if c.IntakeMaxBodyBytes < 1024 {
+		add("INTAKE_MAX_BODY_BYTES must be at least 1024")
+	}
+	if c.SlackPostInterval < 0 || c.ShutdownTimeout <= 0 {
+		add("SLACK_POST_INTERVAL must not be negative and SHUTDOWN_TIMEOUT must be positive")
+	}
+	if c.WorkerConcurrency < 1 || c.WorkerConcurrency > 256 {
+		add("WORKER_CONCURRENCY must be from 1 to 256")
+	}
+	if c.JobLease < 5*time.Second {
+		add("JOB_LEASE must be at least 5s (Slack calls run within 3/4 of it)")
+	}
+	if c.JobPollInterval < 10*time.Millisecond || c.JobPollInterval > time.Minute {
+		add("JOB_POLL_INTERVAL must be from 10ms to 1m")
+	}
+	if c.JobMaxAttempts < 1 {
+		add("JOB_MAX_ATTEMPTS must be at least 1")
+	}
+	if c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{} ") {
+		add("REDIS_PREFIX must be non-empty without braces or spaces")
+	}
+	if len(probs) > 0 {
+		return errors.New("invalid configuration:\n  - " + strings.Join(probs, "\n  - "))
+	}
+	return nil
+}
+
+// WithTokens returns c with INTAKE_TOKENS set to spec and parsed, for
+// programs and tests that build a Config in code.
+func (c Config) WithTokens(spec string) (Config, error) {
+	tokens, err := webhook.ParseTokens(spec)
+	if err != nil {
+		return c, err
+	}
+	c.IntakeTokens, c.tokens = spec, tokens
+	return c, nil
+}

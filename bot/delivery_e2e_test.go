@@ -1,0 +1,265 @@
+package bot_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/store"
+)
+
+// A storm of 429s delays the posts but loses none and doubles none, and every
+// retry waits at least the Retry-After Slack asked for.
+func TestRateLimitStorm(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.emu.InjectRateLimit("chat.postMessage", 4, time.Second)
+	h.startJobs()
+	for i := range 3 {
+		if r := h.post(exampleWith(t, fmt.Sprintf("storm-%d", i), nil)); r.Status != http.StatusAccepted {
+			t.Fatalf("POST: %d %s", r.Status, r.Body)
+		}
+	}
+	if _, err := h.emu.WaitForMessages(ctxTimeout(t, 20*time.Second), "C0APPROVALS", 3); err != nil {
+		t.Fatal(err)
+	}
+	h.waitIdle()
+	ok, limited := postCalls(h.emu)
+	if ok != 3 || limited != 4 {
+		t.Errorf("posts ok=%d rate-limited=%d, want 3 and 4", ok, limited)
+	}
+	// After the channel's last 429, no post came sooner than Retry-After.
+	calls := h.emu.CallsTo("chat.postMessage")
+	var last429 time.Time
+	for _, c := range calls {
+		if c.Status == http.StatusTooManyRequests {
+			last429 = c.At
+		} else if !last429.IsZero() && c.At.Sub(last429) < 990*time.Millisecond {
+			t.Errorf("post %s came %s after a 429 with Retry-After: 1", c.At, c.At.Sub(last429))
+		}
+	}
+	for i := range 3 {
+		if st := h.get(fmt.Sprintf("storm-%d", i))["slack"].(map[string]any)["state"]; st != "posted" {
+			t.Errorf("storm-%d: slack state %v", i, st)
+		}
+	}
+	if v := metricValue(t, h.reg, "approvalbot_slack_posts_total", map[string]string{"outcome": "rate_limited"}); v != 4 {
+		t.Errorf("posts{rate_limited} = %v, want 4", v)
+	}
+}
+
+// A 429 without Retry-After (a proxy's) is retried after the default hold.
+func TestRateLimitWithoutRetryAfter(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.emu.InjectRateLimit("chat.postMessage", 2, 0)
+	h.startJobs()
+	if r := h.post(example(t)); r.Status != http.StatusAccepted {
+		t.Fatalf("POST: %d", r.Status)
+	}
+	if _, err := h.emu.WaitForMessages(ctxTimeout(t, 10*time.Second), "C0APPROVALS", 1); err != nil {
+		t.Fatal(err)
+	}
+	h.waitIdle()
+	if ok, limited := postCalls(h.emu); ok != 1 || limited != 2 {
+		t.Errorf("posts ok=%d limited=%d, want 1 and 2", ok, limited)
+	}
+}
+
+// Posts to one channel are spaced by SLACK_POST_INTERVAL, so Slack's own
+// pacing (enforced by the emulator) never has to refuse one.
+func TestPostsArePacedPerChannel(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *configT, _ *depsT) { c.SlackPostInterval = 300 * time.Millisecond })
+	h.emu.SetPacing(true, 250*time.Millisecond)
+	h.startJobs()
+	for i := range 4 {
+		h.post(exampleWith(t, fmt.Sprintf("paced-%d", i), nil))
+	}
+	if _, err := h.emu.WaitForMessages(ctxTimeout(t, 10*time.Second), "C0APPROVALS", 4); err != nil {
+		t.Fatal(err)
+	}
+	if ok, refused := postCalls(h.emu); ok != 4 || refused != 0 {
+		t.Errorf("posts ok=%d refused=%d: the bot outran Slack's pacing", ok, refused)
+	}
+}
+
+// Permanent Slack errors stop at once and are reported by GET.
+func TestPermanentSlackErrorsAreRecorded(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startJobs()
+	cases := map[string]string{"#no-bot": "not_in_channel", "#does-not-exist": "channel_not_found"}
+	for channel := range cases {
+		h.post(exampleWith(t, "perm"+channel[1:], setChannel(channel)))
+	}
+	h.emu.InjectError("chat.postMessage", "invalid_blocks", 1)
+	// The injected error hits whichever post comes first; post the third
+	// request only after the two channel errors are in.
+	if _, err := h.emu.WaitForCalls(ctxTimeout(t, 10*time.Second), "chat.postMessage", 2); err != nil {
+		t.Fatal(err)
+	}
+	h.waitIdle()
+	for channel, code := range cases {
+		sl := h.get("perm" + channel[1:])["slack"].(map[string]any)
+		if sl["state"] != "failed" || sl["error"] == nil {
+			t.Errorf("%s: slack = %v, want failed", channel, sl)
+		}
+		_ = code
+	}
+	errs := map[string]bool{}
+	for _, c := range h.emu.CallsTo("chat.postMessage") {
+		errs[c.Error] = true
+	}
+	for channel := range cases {
+		sl := h.get("perm" + channel[1:])["slack"].(map[string]any)
+		if !errs[fmt.Sprint(sl["error"])] {
+			t.Errorf("%s: recorded error %v was never answered by Slack (%v)", channel, sl["error"], errs)
+		}
+	}
+	if n := len(h.emu.CallsTo("chat.postMessage")); n != 2 {
+		t.Errorf("%d post attempts, want 2: permanent errors must not be retried", n)
+	}
+}
+
+// Transient failures (HTTP 5xx) are retried with backoff until the post
+// lands; the error seen meanwhile is cleared once it does.
+func TestTransientFailuresAreRetried(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.emu.InjectHTTPStatus("chat.postMessage", http.StatusServiceUnavailable, 2)
+	h.startJobs()
+	h.post(example(t))
+	if _, err := h.emu.WaitForMessages(ctxTimeout(t, 20*time.Second), "C0APPROVALS", 1); err != nil {
+		t.Fatal(err)
+	}
+	h.waitIdle()
+	sl := h.get("aah_decision_abc123")["slack"].(map[string]any)
+	if sl["state"] != "posted" || sl["error"] != nil {
+		t.Errorf("slack = %v, want posted without error", sl)
+	}
+	if n := len(h.emu.CallsTo("chat.postMessage")); n != 3 {
+		t.Errorf("%d attempts, want 3", n)
+	}
+}
+
+// A process that stored requests and died before posting them loses
+// nothing: the next process posts each exactly once.
+func TestCrashBetweenStoreAndPost(t *testing.T) {
+	t.Parallel()
+	crashed := newHarness(t) // its job runner never starts
+	for i := range 3 {
+		if r := crashed.post(exampleWith(t, fmt.Sprintf("crash-%d", i), nil)); r.Status != http.StatusAccepted {
+			t.Fatalf("POST: %d", r.Status)
+		}
+	}
+	crashed.http.Close()
+
+	next := newHarnessOn(t, crashed.rdb, crashed.prefix, crashed.emu)
+	next.startJobs()
+	if _, err := next.emu.WaitForMessages(ctxTimeout(t, 10*time.Second), "C0APPROVALS", 3); err != nil {
+		t.Fatal(err)
+	}
+	next.waitIdle()
+	if ok, _ := postCalls(next.emu); ok != 3 {
+		t.Errorf("%d posts, want 3", ok)
+	}
+}
+
+// A process that claimed the post job and died mid-job holds a lease; once
+// the lease runs out another process posts the message, once.
+func TestCrashWhileHoldingTheJob(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *configT, _ *depsT) { c.JobLease = 500 * time.Millisecond })
+	h.post(example(t))
+	var claimed []store.Job
+	for shard := range store.Shards {
+		jobs, err := h.store.Claim(context.Background(), shard, 10, 500*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed = append(claimed, jobs...)
+	}
+	if len(claimed) != 1 {
+		t.Fatalf("claimed %d jobs, want the one post job", len(claimed))
+	}
+	// The "crashed" worker never acks. A live runner must wait out the lease.
+	start := time.Now()
+	h.startJobs()
+	if _, err := h.emu.WaitForMessages(ctxTimeout(t, 10*time.Second), "C0APPROVALS", 1); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < 300*time.Millisecond {
+		t.Errorf("posted after %s, before the crashed worker's lease ran out", waited)
+	}
+	h.waitIdle()
+	if ok, _ := postCalls(h.emu); ok != 1 {
+		t.Errorf("%d posts, want 1", ok)
+	}
+	if err := h.store.Ack(context.Background(), claimed[0]); err == nil {
+		t.Error("the crashed worker's stale lease could still ack the job")
+	}
+}
+
+// Three bot processes draining one Redis post every request exactly once.
+func TestSeveralProcessesNeverPostTwice(t *testing.T) {
+	t.Parallel()
+	first := newHarness(t, func(c *configT, _ *depsT) { c.SlackPostInterval = time.Millisecond })
+	procs := []*harness{first}
+	for range 2 {
+		procs = append(procs, newHarnessOn(t, first.rdb, first.prefix, first.emu,
+			func(c *configT, _ *depsT) { c.SlackPostInterval = time.Millisecond }))
+	}
+	for _, p := range procs {
+		p.startJobs()
+	}
+	const n = 30
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			p := procs[i%len(procs)]
+			body := exampleWith(t, fmt.Sprintf("multi-%02d", i), setChannel([]string{"#approvals", "#general"}[i%2]))
+			if r := p.post(body); r.Status != http.StatusAccepted {
+				t.Errorf("POST: %d %s", r.Status, r.Body)
+			}
+		})
+	}
+	wg.Wait()
+	for _, ch := range []string{"C0APPROVALS", "C0GENERAL"} {
+		if _, err := first.emu.WaitForMessages(ctxTimeout(t, 20*time.Second), ch, n/2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first.waitIdle()
+	perRequest := map[string]int{}
+	for _, ch := range []string{"C0APPROVALS", "C0GENERAL"} {
+		for _, m := range first.emu.Messages(ch) {
+			perRequest[requestIDOf(t, m)]++
+		}
+	}
+	if len(perRequest) != n {
+		t.Errorf("%d distinct requests posted, want %d", len(perRequest), n)
+	}
+	for id, c := range perRequest {
+		if c != 1 {
+			t.Errorf("%s posted %d times", id, c)
+		}
+	}
+}
+
+func requestIDOf(t *testing.T, m slackemu.Message) string {
+	t.Helper()
+	var meta struct {
+		EventPayload struct {
+			RequestID string `json:"request_id"`
+		} `json:"event_payload"`
+	}
+	if err := jsonUnmarshal(m.Metadata, &meta); err != nil || meta.EventPayload.RequestID == "" {
+		t.Fatalf("message %s carries no request id metadata: %s", m.TS, m.Metadata)
+	}
+	return meta.EventPayload.RequestID
+}

@@ -1,0 +1,124 @@
+package bot
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/approvalbot/approvalbot/store"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the bot's Prometheus metrics: Slack posts, jobs, Slack API
+// latency. The outbox gauges are a separate collector (OutboxCollector).
+type Metrics struct {
+	posts       *prometheus.CounterVec
+	updates     *prometheus.CounterVec
+	jobs        *prometheus.CounterVec
+	jobDuration *prometheus.HistogramVec
+	slackAPI    *prometheus.HistogramVec
+}
+
+// NewMetrics registers the bot's metrics with reg (nil: unregistered, for tests).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		posts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "approvalbot_slack_posts_total",
+			Help: "Attempts to post a request's message, by outcome: posted, paced (waited for the channel's " +
+				"pacing slot), rate_limited (Slack answered 429), retry (transient failure), failed (permanent), skipped.",
+		}, []string{"outcome"}),
+		updates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "approvalbot_slack_updates_total",
+			Help: "Attempts to update a posted message (chat.update), by outcome.",
+		}, []string{"outcome"}),
+		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "approvalbot_jobs_total",
+			Help: "Jobs run by the outbox runner, by kind and result: done, rescheduled, failed, dead.",
+		}, []string{"kind", "result"}),
+		jobDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "approvalbot_job_duration_seconds",
+			Help:    "Time to run one job, by kind.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
+		}, []string{"kind"}),
+		slackAPI: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "approvalbot_slack_api_duration_seconds",
+			Help:    "Slack Web API call latency, by method and HTTP status (\"error\" when no response arrived).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+		}, []string{"method", "status"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.posts, m.updates, m.jobs, m.jobDuration, m.slackAPI)
+	}
+	return m
+}
+
+// InstrumentTransport wraps an HTTP transport so every Slack Web API call is
+// timed by method.
+func (m *Metrics) InstrumentTransport(next http.RoundTripper) http.RoundTripper {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		start := time.Now()
+		resp, err := next.RoundTrip(req)
+		status := "error"
+		if err == nil {
+			status = strconv.Itoa(resp.StatusCode)
+		}
+		method := req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:]
+		m.slackAPI.WithLabelValues(method, status).Observe(time.Since(start).Seconds())
+		return resp, err
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// QueueDepther reports the job queue's size; *store.Store implements it.
+type QueueDepther interface {
+	Depth(ctx context.Context) (store.QueueDepth, error)
+}
+
+// OutboxCollector exports the job queue's size, read from Redis at scrape time.
+type OutboxCollector struct {
+	q      QueueDepther
+	jobs   *prometheus.Desc
+	oldest *prometheus.Desc
+	up     *prometheus.Desc
+}
+
+// NewOutboxCollector returns a collector over q; register it with a registry.
+func NewOutboxCollector(q QueueDepther) *OutboxCollector {
+	return &OutboxCollector{
+		q:      q,
+		jobs:   prometheus.NewDesc("approvalbot_outbox_jobs", "Jobs in the outbox by state: due (waiting to run), inflight (leased), dead (dead-lettered).", []string{"state"}, nil),
+		oldest: prometheus.NewDesc("approvalbot_outbox_oldest_due_seconds", "How long the oldest due job has waited.", nil, nil),
+		up:     prometheus.NewDesc("approvalbot_outbox_scrape_ok", "1 when the outbox could be read from Redis at this scrape.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *OutboxCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.jobs
+	ch <- c.oldest
+	ch <- c.up
+}
+
+// Collect implements prometheus.Collector.
+func (c *OutboxCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	d, err := c.q.Depth(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(d.Due), "due")
+	ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(d.InFlight), "inflight")
+	ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(d.Dead), "dead")
+	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, d.OldestDue.Seconds())
+}

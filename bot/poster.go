@@ -1,0 +1,239 @@
+package bot
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/blocks"
+	"github.com/approvalbot/approvalbot/store"
+	"github.com/slack-go/slack"
+)
+
+// SlackAPI is the part of the Slack Web API the poster uses; *slack.Client
+// implements it.
+type SlackAPI interface {
+	PostMessageContext(ctx context.Context, channelID string, options ...slack.MsgOption) (string, string, error)
+	UpdateMessageContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, string, error)
+	GetPermalinkContext(ctx context.Context, params *slack.PermalinkParameters) (string, error)
+	GetUserByEmailContext(ctx context.Context, email string) (*slack.User, error)
+}
+
+// Records is the request state the poster reads and writes; *store.Store
+// implements it.
+type Records interface {
+	Get(ctx context.Context, id string) (store.Record, error)
+	MarkPosted(ctx context.Context, id, channel, ts string, renderedVersion int64) error
+	MarkSynced(ctx context.Context, id string, renderedVersion int64) error
+	SetPermalink(ctx context.Context, id, link string) error
+	SetMentions(ctx context.Context, id string, mentions []string) error
+	RecordPostError(ctx context.Context, id, code string, permanent bool) error
+	TakePaceSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error)
+	HoldChannel(ctx context.Context, channel string, d time.Duration) error
+}
+
+// PosterOptions configure a Poster.
+type PosterOptions struct {
+	Slack   SlackAPI
+	Records Records
+	// PostInterval spaces posts to one channel (Slack allows about one
+	// message per second per channel). Default 1s.
+	PostInterval time.Duration
+	// RateLimitHold is how long a 429 without Retry-After holds a channel
+	// (Slack always sends Retry-After; proxies may not). Default 5s.
+	RateLimitHold time.Duration
+	Metrics       *Metrics
+	Logger        *slog.Logger
+}
+
+// Poster posts request messages and keeps them in sync with the request.
+type Poster struct {
+	opts PosterOptions
+	log  *slog.Logger
+}
+
+// NewPoster returns a Poster.
+func NewPoster(opts PosterOptions) (*Poster, error) {
+	if opts.Slack == nil || opts.Records == nil {
+		return nil, errors.New("bot: poster needs a Slack client and records")
+	}
+	opts.PostInterval = cmp.Or(opts.PostInterval, time.Second)
+	opts.RateLimitHold = cmp.Or(opts.RateLimitHold, 5*time.Second)
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Poster{opts: opts, log: log}, nil
+}
+
+// Handlers returns the job handlers for the runner.
+func (p *Poster) Handlers() map[string]JobHandler {
+	return map[string]JobHandler{store.JobPost: postJob{p}, store.JobSync: syncJob{p}}
+}
+
+type postJob struct{ p *Poster }
+
+// Handle posts the request's message once. It finds nothing to do when the
+// message already exists or the request was withdrawn before it was posted.
+func (h postJob) Handle(ctx context.Context, j store.Job) error {
+	p := h.p
+	rec, req, err := p.load(ctx, j.RequestID)
+	if err != nil || req == nil {
+		return err
+	}
+	if rec.Posted() || !rec.Status.Open() {
+		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
+		return nil
+	}
+	wait, err := p.opts.Records.TakePaceSlot(ctx, rec.Channel, p.opts.PostInterval)
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		p.opts.Metrics.posts.WithLabelValues("paced").Inc()
+		return &RetryError{After: wait, Free: true, Reason: "pacing posts to " + rec.Channel}
+	}
+	mentions, err := p.mentions(ctx, req.Slack.Reviewers)
+	if err != nil {
+		return p.slackFailure(ctx, rec, "users.lookupByEmail", err)
+	}
+	if err := p.opts.Records.SetMentions(ctx, rec.ID, mentions); err != nil {
+		return err
+	}
+	rec.Mentions = mentions
+	msg := blocks.Render(req, stateOf(rec))
+	channel, ts, err := p.opts.Slack.PostMessageContext(ctx, rec.Channel,
+		slack.MsgOptionText(msg.Text, false),
+		slack.MsgOptionBlocks(msg.Blocks...),
+		slack.MsgOptionMetadata(slack.SlackMetadata{
+			EventType:    "approvalbot_request",
+			EventPayload: map[string]any{"request_id": rec.ID},
+		}))
+	if err != nil {
+		return p.slackFailure(ctx, rec, "chat.postMessage", err)
+	}
+	// Record the message before anything else can fail: from here on, a
+	// retry would post it twice.
+	if err := p.opts.Records.MarkPosted(context.WithoutCancel(ctx), rec.ID, channel, ts, rec.Version); err != nil {
+		p.log.ErrorContext(ctx, "message posted but not recorded; a retry may post it again", "request_id", rec.ID, "channel", channel, "ts", ts, "err", err)
+		return err
+	}
+	p.opts.Metrics.posts.WithLabelValues("posted").Inc()
+	p.log.InfoContext(ctx, "request posted to Slack", "request_id", rec.ID, "channel", channel, "ts", ts)
+	link, err := p.opts.Slack.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: channel, Ts: ts})
+	if err != nil {
+		p.log.WarnContext(ctx, "could not fetch the message permalink", "request_id", rec.ID, "err", err)
+		return nil
+	}
+	if err := p.opts.Records.SetPermalink(ctx, rec.ID, link); err != nil {
+		p.log.WarnContext(ctx, "could not store the message permalink", "request_id", rec.ID, "err", err)
+	}
+	return nil
+}
+
+// GaveUp records that the message will never be posted, so GET shows why.
+func (h postJob) GaveUp(ctx context.Context, j store.Job, cause error) {
+	h.p.opts.Metrics.posts.WithLabelValues("failed").Inc()
+	if err := h.p.opts.Records.RecordPostError(ctx, j.RequestID, "gave up after "+fmt.Sprint(j.Attempt)+" attempts: "+cause.Error(), true); err != nil {
+		h.p.log.ErrorContext(ctx, "could not record the post failure", "request_id", j.RequestID, "err", err)
+	}
+}
+
+type syncJob struct{ p *Poster }
+
+// Handle brings a posted message up to date with its request.
+func (h syncJob) Handle(ctx context.Context, j store.Job) error {
+	p := h.p
+	rec, req, err := p.load(ctx, j.RequestID)
+	if err != nil || req == nil {
+		return err
+	}
+	if !rec.Posted() || rec.Slack.RenderedVersion >= rec.Version {
+		return nil // the post job renders the latest state, or it is current
+	}
+	msg := blocks.Render(req, stateOf(rec))
+	_, _, _, err = p.opts.Slack.UpdateMessageContext(ctx, rec.Slack.Channel, rec.Slack.TS,
+		slack.MsgOptionText(msg.Text, false), slack.MsgOptionBlocks(msg.Blocks...))
+	if err != nil {
+		var rate *slack.RateLimitedError
+		var apiErr slack.SlackErrorResponse
+		switch {
+		case errors.As(err, &rate):
+			p.opts.Metrics.updates.WithLabelValues("rate_limited").Inc()
+			return &RetryError{After: rate.RetryAfter, Free: true, Reason: "Slack rate limit on chat.update"}
+		case errors.As(err, &apiErr) && permanentSlackErrors[apiErr.Err]:
+			p.opts.Metrics.updates.WithLabelValues("failed").Inc()
+			p.log.ErrorContext(ctx, "message cannot be updated", "request_id", rec.ID, "slack_error", apiErr.Err)
+			return nil
+		}
+		p.opts.Metrics.updates.WithLabelValues("retry").Inc()
+		return fmt.Errorf("update message of %s: %w", rec.ID, err)
+	}
+	p.opts.Metrics.updates.WithLabelValues("updated").Inc()
+	p.log.InfoContext(ctx, "request message updated", "request_id", rec.ID, "status", rec.Status, "version", rec.Version)
+	return p.opts.Records.MarkSynced(ctx, rec.ID, rec.Version)
+}
+
+// GaveUp logs: an out-of-date message is visible, and the next change retries.
+func (h syncJob) GaveUp(ctx context.Context, j store.Job, cause error) {
+	h.p.log.ErrorContext(ctx, "gave up updating the message", "request_id", j.RequestID, "err", cause)
+}
+
+// load reads a request and parses its stored document. A nil request with a
+// nil error means there is nothing to do (the request is gone).
+func (p *Poster) load(ctx context.Context, id string) (store.Record, *aah.Request, error) {
+	rec, err := p.opts.Records.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		p.log.WarnContext(ctx, "job for a request that no longer exists", "request_id", id)
+		return store.Record{}, nil, nil
+	} else if err != nil {
+		return store.Record{}, nil, err
+	}
+	req, err := aah.Parse(rec.Document, aah.ParseOptions{Stored: true})
+	if err != nil {
+		// Intake validated it; only a bug or a hand-edited record gets here.
+		p.log.ErrorContext(ctx, "stored request no longer parses", "request_id", id, "err", err)
+		_ = p.opts.Records.RecordPostError(ctx, id, "stored request is invalid: "+err.Error(), true)
+		return store.Record{}, nil, nil
+	}
+	return rec, req, nil
+}
+
+func stateOf(rec store.Record) blocks.State {
+	st := blocks.State{Status: rec.Status, Version: rec.Version, ReceivedAt: rec.ReceivedAt, Mentions: rec.Mentions}
+	if !rec.WithdrawnAt.IsZero() {
+		st.ClosedAt = rec.WithdrawnAt
+	}
+	return st
+}
+
+// mentions resolves reviewers to mention syntax. Emails Slack does not know
+// (or cannot look up) are shown as plain text rather than blocking the post.
+func (p *Poster) mentions(ctx context.Context, reviewers []string) ([]string, error) {
+	out := make([]string, 0, len(reviewers))
+	for _, r := range reviewers {
+		if aah.IsSlackUserID(r) {
+			out = append(out, "<@"+r+">")
+			continue
+		}
+		u, err := p.opts.Slack.GetUserByEmailContext(ctx, r)
+		var apiErr slack.SlackErrorResponse
+		switch {
+		case err == nil:
+			out = append(out, "<@"+u.ID+">")
+		case errors.As(err, &apiErr):
+			p.log.WarnContext(ctx, "reviewer email not resolved; mentioned as text", "slack_error", apiErr.Err)
+			out = append(out, r)
+		default:
+			return nil, err
+		}
+	}
+	return out, nil
+}

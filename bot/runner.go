@@ -1,0 +1,215 @@
+package bot
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/approvalbot/approvalbot/store"
+)
+
+// Queue is the durable job queue the runner drains; *store.Store implements it.
+type Queue interface {
+	Claim(ctx context.Context, shard, max int, lease time.Duration) ([]store.Job, error)
+	Ack(ctx context.Context, j store.Job) error
+	Retry(ctx context.Context, j store.Job, at time.Time, countAttempt bool) error
+	Bury(ctx context.Context, j store.Job, reason string) error
+}
+
+// JobHandler runs one kind of job. Handle returns nil when the job is done
+// (including when it found nothing left to do), a *RetryError to run it again
+// at a chosen time, or any other error for a retry with backoff. Once a job
+// has failed MaxAttempts times it is dead-lettered and GaveUp is called.
+type JobHandler interface {
+	Handle(ctx context.Context, job store.Job) error
+	GaveUp(ctx context.Context, job store.Job, err error)
+}
+
+// RetryError asks the runner to run the job again after After. Free runs
+// (pacing, Slack rate limits) do not count as failed attempts.
+type RetryError struct {
+	After  time.Duration
+	Free   bool
+	Reason string
+}
+
+func (e *RetryError) Error() string { return fmt.Sprintf("retry in %s: %s", e.After, e.Reason) }
+
+// RunnerOptions configure a Runner; zero values take the defaults.
+type RunnerOptions struct {
+	Handlers     map[string]JobHandler // by job kind
+	Concurrency  int                   // jobs run at once; default 4
+	Lease        time.Duration         // how long a claim is exclusive; default 60s
+	PollInterval time.Duration         // idle poll period, jittered ±25%; default 250ms
+	MaxAttempts  int                   // before dead-lettering; default 12
+	BaseBackoff  time.Duration         // first retry delay, doubling; default 1s
+	MaxBackoff   time.Duration         // default 5m
+	Metrics      *Metrics
+	Logger       *slog.Logger
+}
+
+// Runner drains the job queue: it claims due jobs shard by shard, runs each
+// under a deadline shorter than its lease, and acks, retries or buries it.
+// Any number of runners, in any number of processes, may share one Redis:
+// a job is leased to one of them at a time.
+type Runner struct {
+	q    Queue
+	opts RunnerOptions
+	log  *slog.Logger
+	wake chan struct{}
+}
+
+// NewRunner returns a Runner over q.
+func NewRunner(q Queue, opts RunnerOptions) (*Runner, error) {
+	if q == nil {
+		return nil, errors.New("bot: runner needs a queue")
+	}
+	if len(opts.Handlers) == 0 {
+		return nil, errors.New("bot: runner needs at least one job handler")
+	}
+	opts.Concurrency = cmp.Or(opts.Concurrency, 4)
+	opts.Lease = cmp.Or(opts.Lease, 60*time.Second)
+	opts.PollInterval = cmp.Or(opts.PollInterval, 250*time.Millisecond)
+	opts.MaxAttempts = cmp.Or(opts.MaxAttempts, 12)
+	opts.BaseBackoff = cmp.Or(opts.BaseBackoff, time.Second)
+	opts.MaxBackoff = cmp.Or(opts.MaxBackoff, 5*time.Minute)
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{q: q, opts: opts, log: log, wake: make(chan struct{}, 1)}, nil
+}
+
+// Wake makes an idle runner look for work now instead of at its next poll.
+func (r *Runner) Wake() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run drains the queue until ctx is cancelled, then waits for running jobs.
+func (r *Runner) Run(ctx context.Context) error {
+	r.log.InfoContext(ctx, "job runner started", "concurrency", r.opts.Concurrency, "lease", r.opts.Lease)
+	sem := make(chan struct{}, r.opts.Concurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	start := rand.IntN(store.Shards) // processes start on different shards
+	for {
+		claimed := 0
+		for i := range store.Shards {
+			if ctx.Err() != nil {
+				return nil
+			}
+			shard := (start + i) % store.Shards
+			// Lease only as many jobs as can start now: reserve a slot
+			// (waiting while all are busy), then claim for every free slot.
+			// Only this loop fills sem, so the free slots counted stay free.
+			sem <- struct{}{}
+			free := 1 + cap(sem) - len(sem)
+			jobs, err := r.q.Claim(ctx, shard, free, r.opts.Lease)
+			if err != nil {
+				<-sem
+				if ctx.Err() == nil {
+					r.log.ErrorContext(ctx, "claim jobs failed", "shard", shard, "err", err)
+				}
+				continue
+			}
+			claimed += len(jobs)
+			for k, j := range jobs {
+				if k > 0 {
+					sem <- struct{}{}
+				}
+				wg.Add(1)
+				go func() {
+					defer func() { <-sem; wg.Done() }()
+					r.process(ctx, j)
+				}()
+			}
+			if len(jobs) == 0 {
+				<-sem
+			}
+		}
+		start = (start + 1) % store.Shards
+		if claimed > 0 {
+			continue // more may be due; poll again at once
+		}
+		jitter := time.Duration(rand.Int64N(int64(r.opts.PollInterval)/2+1)) - r.opts.PollInterval/4
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.wake:
+		case <-time.After(r.opts.PollInterval + jitter):
+		}
+	}
+}
+
+// process runs one job and settles it. The job's context ends well before
+// its lease, so a slow Slack call is abandoned before another runner may
+// reclaim the job: a job is never executing in two places at once.
+func (r *Runner) process(ctx context.Context, j store.Job) {
+	h, ok := r.opts.Handlers[j.Kind]
+	if !ok {
+		r.settle(ctx, j, "bury", r.q.Bury(context.WithoutCancel(ctx), j, "no handler for job kind "+j.Kind))
+		return
+	}
+	jobCtx, cancel := context.WithTimeout(ctx, r.opts.Lease*3/4)
+	start := time.Now()
+	err := h.Handle(jobCtx, j)
+	cancel()
+	r.opts.Metrics.jobDuration.WithLabelValues(j.Kind).Observe(time.Since(start).Seconds())
+	// Settle even when shutting down, so the job is not left to its lease.
+	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancelSettle()
+	var retry *RetryError
+	switch {
+	case err == nil:
+		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "done").Inc()
+		r.settle(ctx, j, "ack", r.q.Ack(settleCtx, j))
+	case errors.As(err, &retry) && (retry.Free || j.Attempt < r.opts.MaxAttempts):
+		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "rescheduled").Inc()
+		r.log.DebugContext(ctx, "job rescheduled", "job", j.ID, "after", retry.After, "reason", retry.Reason)
+		r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, time.Now().Add(retry.After), !retry.Free))
+	case j.Attempt >= r.opts.MaxAttempts:
+		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "dead").Inc()
+		r.log.ErrorContext(ctx, "job failed for the last time; dead-lettered", "job", j.ID, "attempt", j.Attempt, "err", err)
+		if r.settle(ctx, j, "bury", r.q.Bury(settleCtx, j, err.Error())) {
+			h.GaveUp(settleCtx, j, err)
+		}
+	default:
+		delay := r.backoff(j.Attempt)
+		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "failed").Inc()
+		r.log.WarnContext(ctx, "job failed; will retry", "job", j.ID, "attempt", j.Attempt, "retry_in", delay, "err", err)
+		r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, time.Now().Add(delay), true))
+	}
+}
+
+func (r *Runner) settle(ctx context.Context, j store.Job, op string, err error) bool {
+	if err == nil {
+		return true
+	}
+	if errors.Is(err, store.ErrLeaseLost) {
+		r.log.WarnContext(ctx, "job lease was lost before "+op+"; another runner owns it now", "job", j.ID)
+	} else {
+		r.log.ErrorContext(ctx, "could not "+op+" job; it will run again when its lease expires", "job", j.ID, "err", err)
+	}
+	return false
+}
+
+// backoff is the delay before attempt+1: BaseBackoff doubling per attempt,
+// capped at MaxBackoff, with ±20% jitter so failing jobs do not retry in step.
+func (r *Runner) backoff(attempt int) time.Duration {
+	d := r.opts.BaseBackoff << min(attempt-1, 20)
+	if d <= 0 || d > r.opts.MaxBackoff {
+		d = r.opts.MaxBackoff
+	}
+	return d - d/5 + time.Duration(rand.Int64N(int64(d)*2/5+1))
+}

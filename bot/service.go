@@ -1,0 +1,131 @@
+// Package bot is approvalbot's service: it wires the intake API, the Redis
+// store and the Slack poster together, drains the outbox with a job runner,
+// and serves HTTP. cmd/approvalbot only reads configuration and calls it.
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/approvalbot/approvalbot/store"
+	"github.com/approvalbot/approvalbot/webhook"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Deps are the service's collaborators, built by main.
+type Deps struct {
+	Config Config
+	Store  *store.Store
+	Slack  SlackAPI
+	// Metrics must be the Metrics whose transport instruments Slack.
+	Metrics  *Metrics
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+	// Sandbox is served under /sandbox/ in local mode (the Slack emulator).
+	Sandbox http.Handler
+	// RateLimitHold overrides how long a 429 without Retry-After holds a
+	// channel (tests shorten it).
+	RateLimitHold time.Duration
+}
+
+// Service is a running approvalbot.
+type Service struct {
+	deps    Deps
+	runner  *Runner
+	handler http.Handler
+}
+
+// NewService builds the service from its dependencies.
+func NewService(d Deps) (*Service, error) {
+	if d.Store == nil || d.Slack == nil || d.Registry == nil || d.Logger == nil || d.Metrics == nil {
+		return nil, errors.New("bot: service needs a store, a Slack client, metrics, a registry and a logger")
+	}
+	cfg := d.Config
+	poster, err := NewPoster(PosterOptions{
+		Slack: d.Slack, Records: d.Store, PostInterval: cfg.SlackPostInterval, RateLimitHold: d.RateLimitHold,
+		Metrics: d.Metrics, Logger: d.Logger.With("component", "poster"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	runner, err := NewRunner(d.Store, RunnerOptions{
+		Handlers: poster.Handlers(), Concurrency: cfg.WorkerConcurrency, Lease: cfg.JobLease,
+		MaxAttempts: cfg.JobMaxAttempts, PollInterval: cfg.JobPollInterval, Metrics: d.Metrics, Logger: d.Logger.With("component", "runner"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	api, err := webhook.New(webhook.Options{
+		Store: d.Store, Tokens: cfg.Tokens(), AllowAnonymous: cfg.LocalMode(),
+		DefaultChannel: cfg.SlackDefaultChannel, MaxBodyBytes: cfg.IntakeMaxBodyBytes,
+		AllowInsecureCallbacks: cfg.CallbackAllowPrivate, Jobs: runner,
+		Metrics: webhook.NewMetrics(d.Registry), Logger: d.Logger.With("component", "intake"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.Registry.MustRegister(NewOutboxCollector(d.Store),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	mux := http.NewServeMux()
+	api.Register(mux)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeStatus(w, http.StatusOK, "ok", "")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if err := d.Store.Ping(ctx); err != nil {
+			writeStatus(w, http.StatusServiceUnavailable, "unavailable", "redis: "+err.Error())
+			return
+		}
+		writeStatus(w, http.StatusOK, "ok", "")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{Registry: d.Registry}))
+	if d.Sandbox != nil {
+		mux.Handle("/sandbox/", http.StripPrefix("/sandbox", d.Sandbox))
+	}
+	return &Service{deps: d, runner: runner, handler: recoverPanics(d.Logger, mux)}, nil
+}
+
+// Handler is the service's HTTP handler.
+func (s *Service) Handler() http.Handler { return s.handler }
+
+// Runner is the service's job runner (tests wake and inspect it).
+func (s *Service) Runner() *Runner { return s.runner }
+
+// RunJobs drains the outbox until ctx ends, then waits for running jobs.
+func (s *Service) RunJobs(ctx context.Context) error { return s.runner.Run(ctx) }
+
+func writeStatus(w http.ResponseWriter, code int, status, reason string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(code)
+	body := map[string]string{"status": status}
+	if reason != "" {
+		body["reason"] = reason
+	}
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// recoverPanics turns a handler panic into a logged 500 instead of a dropped
+// connection.
+func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				log.ErrorContext(r.Context(), "handler panicked", "method", r.Method, "path", r.URL.Path, "panic", v)
+				http.Error(w, `{"error":"internal error"}`, http.StatusInternalServerError)
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,120 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/redis/go-redis/v9"
+	"github.com/slack-go/slack"
+)
+
+// NewLogger builds the process logger from LOG_LEVEL and LOG_FORMAT.
+func NewLogger(cfg Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.SlogLevel()}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// OpenRedis connects to REDIS_URL, or without it starts an embedded
+// in-process Redis (miniredis) and says loudly that nothing will survive a
+// restart. The returned func releases the connection (and the embedded server).
+func OpenRedis(ctx context.Context, cfg Config, log *slog.Logger) (redis.UniversalClient, func(), error) {
+	if cfg.EmbeddedRedis() {
+		m := miniredis.NewMiniRedis()
+		if err := m.Start(); err != nil {
+			return nil, nil, fmt.Errorf("start embedded redis: %w", err)
+		}
+		log.WarnContext(ctx, "REDIS_URL is not set: using an EMBEDDED in-memory Redis. "+
+			"Every request, answer and queued Slack post is LOST when this process stops. "+
+			"Set REDIS_URL for anything but a try-out.", "addr", m.Addr())
+		rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+		return rdb, func() { _ = rdb.Close(); m.Close() }, nil
+	}
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse REDIS_URL: %w", err)
+	}
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{
+		Addrs: []string{opts.Addr}, DB: opts.DB, Username: opts.Username, Password: opts.Password,
+		TLSConfig: opts.TLSConfig,
+	})
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(pingCtx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, nil, fmt.Errorf("connect to redis at %s: %w", opts.Addr, err)
+	}
+	log.InfoContext(ctx, "connected to redis", "addr", opts.Addr, "db", opts.DB)
+	return rdb, func() { _ = rdb.Close() }, nil
+}
+
+// SlackSetup is the Slack client and, in local mode, the emulator behind it.
+type SlackSetup struct {
+	Client   *slack.Client
+	Emulator *slackemu.Server // nil in production mode
+}
+
+// NewSlack builds the Slack Web API client. In production mode it talks to
+// SLACK_API_URL with SLACK_BOT_TOKEN. In local mode it talks, in process, to
+// the built-in Slack emulator, and every message the bot posts or updates is
+// printed to logOut in readable form.
+func NewSlack(cfg Config, m *Metrics, log *slog.Logger, logOut io.Writer) SlackSetup {
+	if !cfg.LocalMode() {
+		httpClient := &http.Client{Timeout: 30 * time.Second, Transport: m.InstrumentTransport(nil)}
+		return SlackSetup{Client: slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL), slack.OptionHTTPClient(httpClient))}
+	}
+	var mu sync.Mutex
+	var emu *slackemu.Server
+	emu = slackemu.New(slackemu.Options{
+		PermalinkBase: LocalBaseURL(cfg.ListenAddr) + "/sandbox",
+		OnMessage: func(msg slackemu.Message) {
+			verb := "posted"
+			if msg.Edited > 0 {
+				verb = "updated"
+			}
+			log.Info("local slack: message "+verb, "channel", msg.Channel, "ts", msg.TS)
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(logOut, "┌─ local Slack · %s · %s · ts %s\n%s└─\n", verb, msg.Channel, msg.TS, indent(emu.RenderMessage(msg)))
+		},
+	})
+	log.Warn("SLACK_BOT_TOKEN is not set: LOCAL MODE. Messages go to the built-in Slack emulator, "+
+		"not to Slack; each one is printed below.", "default_channel", cfg.SlackDefaultChannel)
+	httpClient := emu.Client()
+	httpClient.Transport = m.InstrumentTransport(httpClient.Transport)
+	return SlackSetup{
+		Client:   slack.New(emu.Token(), slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(httpClient)),
+		Emulator: emu,
+	}
+}
+
+func indent(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString("│ " + line + "\n")
+	}
+	return b.String()
+}
+
+// LocalBaseURL is the URL a browser on this machine reaches LISTEN_ADDR at.
+func LocalBaseURL(listenAddr string) string {
+	host, port, err := net.SplitHostPort(listenAddr)
+	if err != nil {
+		return "http://localhost:8080"
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}

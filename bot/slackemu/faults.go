@@ -1,0 +1,130 @@
+package slackemu
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// fault is an injected failure for the next calls of one method.
+type fault struct {
+	remaining  int
+	slackError string        // ok:false error code (InjectError)
+	status     int           // HTTP status (InjectRateLimit, InjectHTTPStatus)
+	retryAfter time.Duration // Retry-After for 429s; 0 means no header
+}
+
+// InjectError makes the next times calls of method (e.g. "chat.postMessage")
+// answer HTTP 200 {"ok":false,"error":slackError}, before authentication
+// and without side effects. Injections for one method queue up in order.
+func (s *Server) InjectError(method, slackError string, times int) {
+	s.addFault(method, &fault{remaining: times, slackError: slackError})
+}
+
+// InjectRateLimit makes the next times calls of method answer HTTP 429 with
+// the body {"ok":false,"error":"ratelimited"} and "Retry-After: <seconds>"
+// (retryAfter rounded up to whole seconds, at least 1). With retryAfter 0
+// the 429 carries no Retry-After header, which slack-go reports as a
+// StatusCodeError instead of a *RateLimitedError.
+func (s *Server) InjectRateLimit(method string, times int, retryAfter time.Duration) {
+	s.addFault(method, &fault{remaining: times, status: http.StatusTooManyRequests, retryAfter: retryAfter})
+}
+
+// InjectHTTPStatus makes the next times calls of method answer with the HTTP
+// status (typically 500, 502, 503 or 504) and a short text/plain body, the
+// way Slack's edge answers when the API is down.
+func (s *Server) InjectHTTPStatus(method string, status, times int) {
+	s.addFault(method, &fault{remaining: times, status: status})
+}
+
+func (s *Server) addFault(method string, f *fault) {
+	if f.remaining <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[method] = append(s.faults[method], f)
+}
+
+// takeFault consumes one use of the first pending fault for method. It runs
+// with s.mu held.
+func (s *Server) takeFault(method string) (result, bool) {
+	queue := s.faults[method]
+	if len(queue) == 0 {
+		return result{}, false
+	}
+	f := queue[0]
+	f.remaining--
+	if f.remaining <= 0 {
+		queue = queue[1:]
+		if len(queue) == 0 {
+			delete(s.faults, method)
+		} else {
+			s.faults[method] = queue
+		}
+	}
+	switch {
+	case f.slackError != "":
+		return errResult(f.slackError), true
+	case f.status == http.StatusTooManyRequests:
+		return rateLimited(f.retryAfter), true
+	default:
+		return result{
+			status: f.status,
+			body:   []byte(fmt.Sprintf("%d %s (injected by slackemu)\n", f.status, http.StatusText(f.status))),
+			plain:  true,
+		}, true
+	}
+}
+
+// rateLimited answers HTTP 429 {"ok":false,"error":"ratelimited"}, with a
+// Retry-After of retryAfter rounded up to whole seconds (at least 1), or no
+// Retry-After header when retryAfter is 0.
+func rateLimited(retryAfter time.Duration) result {
+	res := errResult("ratelimited")
+	res.status = http.StatusTooManyRequests
+	if retryAfter > 0 {
+		res.retryAfter = ceilSeconds(retryAfter)
+	}
+	return res
+}
+
+// ceilSeconds rounds d up to whole seconds, returning at least 1.
+func ceilSeconds(d time.Duration) int {
+	secs := int((d + time.Second - 1) / time.Second)
+	return max(secs, 1)
+}
+
+// SetPacing switches the per-channel chat.postMessage pacing enforcement
+// on or off at runtime. An interval <= 0 selects the default of 1s.
+func (s *Server) SetPacing(enabled bool, interval time.Duration) {
+	if interval <= 0 {
+		interval = defaultPacingInterval
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pacing = enabled
+	s.pacingInterval = interval
+}
+
+// checkPacing answers a 429 when pacing is enforced and the previous
+// accepted post to channel was less than the pacing interval ago. It runs
+// with s.mu held; accepted posts are noted by notePost.
+func (s *Server) checkPacing(channel string, now time.Time) (result, bool) {
+	if !s.pacing {
+		return result{}, false
+	}
+	last, ok := s.st.lastPost[channel]
+	if !ok {
+		return result{}, false
+	}
+	if wait := s.pacingInterval - now.Sub(last); wait > 0 {
+		return rateLimited(wait), true
+	}
+	return result{}, false
+}
+
+// notePost records an accepted post to channel for pacing.
+func (s *Server) notePost(channel string, now time.Time) {
+	s.st.lastPost[channel] = now
+}

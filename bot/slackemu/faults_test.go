@@ -1,0 +1,162 @@
+package slackemu
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+)
+
+func TestInjectError(t *testing.T) {
+	t.Parallel()
+	s := New(Options{})
+	api := newInProc(s)
+	s.InjectError("chat.postMessage", "fatal_error", 2)
+	for range 2 {
+		_, _, err := api.PostMessage(ChannelGeneral, slack.MsgOptionText("x", false))
+		slackErr(t, err, "fatal_error")
+	}
+	if _, _, err := api.PostMessage(ChannelGeneral, slack.MsgOptionText("x", false)); err != nil {
+		t.Fatalf("third post: %v", err)
+	}
+	if n := len(s.Messages(ChannelGeneral)); n != 1 {
+		t.Fatalf("%d messages stored, want 1 (injected failures have no effect)", n)
+	}
+	calls := s.CallsTo("chat.postMessage")
+	if len(calls) != 3 || calls[0].Error != "fatal_error" || calls[2].Error != "" || calls[0].Status != 200 {
+		t.Fatalf("calls = %+v", calls)
+	}
+	// Other methods are not affected.
+	if _, err := api.AuthTest(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInjectRateLimitWithRetryAfter(t *testing.T) {
+	t.Parallel()
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			s := New(Options{})
+			api := tr.client(t, s)
+			s.InjectRateLimit("chat.update", 1, 1500*time.Millisecond)
+			_, ts, err := api.PostMessage(ChannelGeneral, slack.MsgOptionText("x", false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, _, err = api.UpdateMessage(ChannelGeneral, ts, slack.MsgOptionText("y", false))
+			var rl *slack.RateLimitedError
+			if !errors.As(err, &rl) {
+				t.Fatalf("error = %v (%T), want *slack.RateLimitedError", err, err)
+			}
+			if rl.RetryAfter != 2*time.Second {
+				t.Fatalf("RetryAfter = %v, want 2s (1.5s rounded up)", rl.RetryAfter)
+			}
+			c := s.CallsTo("chat.update")[0]
+			if c.Status != http.StatusTooManyRequests || c.Error != "ratelimited" || string(c.Response) != `{"ok":false,"error":"ratelimited"}` {
+				t.Fatalf("recorded call = %+v", c)
+			}
+			if _, _, _, err := api.UpdateMessage(ChannelGeneral, ts, slack.MsgOptionText("y", false)); err != nil {
+				t.Fatalf("after the injected 429: %v", err)
+			}
+		})
+	}
+}
+
+func TestInjectRateLimitWithoutRetryAfter(t *testing.T) {
+	t.Parallel()
+	s := New(Options{})
+	api := newHTTP(t, s)
+	s.InjectRateLimit("chat.postMessage", 1, 0)
+	_, _, err := api.PostMessage(ChannelGeneral, slack.MsgOptionText("x", false))
+	var sc slack.StatusCodeError
+	if !errors.As(err, &sc) || sc.Code != http.StatusTooManyRequests {
+		t.Fatalf("error = %v (%T), want StatusCodeError 429", err, err)
+	}
+	status, header, body := raw(t, s, "POST", "/api/auth.test", "", "", nil)
+	if status != 200 || header.Get("Retry-After") != "" {
+		t.Fatalf("auth.test after = %d %v %s", status, header, body)
+	}
+}
+
+func TestInjectHTTPStatus(t *testing.T) {
+	t.Parallel()
+	s := New(Options{})
+	api := newInProc(s)
+	s.InjectHTTPStatus("views.publish", http.StatusServiceUnavailable, 1)
+	s.InjectHTTPStatus("views.publish", http.StatusBadGateway, 1) // queued after the first
+	home := slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: []slack.Block{slack.NewDividerBlock()}}}
+	for _, want := range []int{503, 502} {
+		_, err := api.PublishView(UserAlice, home, "")
+		var sc slack.StatusCodeError
+		if !errors.As(err, &sc) || sc.Code != want {
+			t.Fatalf("error = %v, want StatusCodeError %d", err, want)
+		}
+	}
+	if _, err := api.PublishView(UserAlice, home, ""); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.CallsTo("views.publish")[0]; c.Status != 503 || c.Error != "" {
+		t.Fatalf("recorded 5xx call = %+v", c)
+	}
+}
+
+func TestPacingWithFakeClock(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	s := New(Options{EnforcePacing: true, Now: clock.Now})
+	api := newInProc(s)
+	post := func(channel string) error {
+		_, _, err := api.PostMessage(channel, slack.MsgOptionText("x", false))
+		return err
+	}
+	if err := post(ChannelApprovals); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(300 * time.Millisecond)
+	var rl *slack.RateLimitedError
+	if err := post(ChannelApprovals); !errors.As(err, &rl) || rl.RetryAfter != time.Second {
+		t.Fatalf("second post = %v, want RateLimitedError 1s", err)
+	}
+	// Other channels have their own pace; rejected posts do not count.
+	if err := post(ChannelGeneral); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(700 * time.Millisecond)
+	if err := post(ChannelApprovals); err != nil {
+		t.Fatalf("post after the interval: %v", err)
+	}
+
+	s.SetPacing(true, 3*time.Second)
+	clock.Advance(time.Second)
+	if err := post(ChannelApprovals); !errors.As(err, &rl) || rl.RetryAfter != 2*time.Second {
+		t.Fatalf("3s pacing = %v, want RateLimitedError 2s", err)
+	}
+	s.SetPacing(false, 0)
+	if err := post(ChannelApprovals); err != nil {
+		t.Fatalf("pacing disabled: %v", err)
+	}
+}
+
+func TestPacingRealTime(t *testing.T) {
+	t.Parallel()
+	s := New(Options{EnforcePacing: true, PacingInterval: 100 * time.Millisecond})
+	api := newHTTP(t, s)
+	post := func() error {
+		_, _, err := api.PostMessage(ChannelApprovals, slack.MsgOptionText("x", false))
+		return err
+	}
+	if err := post(); err != nil {
+		t.Fatal(err)
+	}
+	var rl *slack.RateLimitedError
+	if err := post(); !errors.As(err, &rl) || rl.RetryAfter != time.Second {
+		t.Fatalf("immediate second post = %v, want RateLimitedError with Retry-After 1s", err)
+	}
+	time.Sleep(120 * time.Millisecond) // the test is about elapsed pacing
+	if err := post(); err != nil {
+		t.Fatalf("post after the interval: %v", err)
+	}
+}

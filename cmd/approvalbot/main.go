@@ -1,0 +1,102 @@
+// Command approvalbot puts humans in the loop of AI agents through Slack.
+// See the README for configuration; with none it runs locally against an
+// embedded Redis and a built-in Slack emulator.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/approvalbot/approvalbot/bot"
+	"github.com/approvalbot/approvalbot/store"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "approvalbot:", err)
+		os.Exit(1)
+	}
+}
+
+// run wires config → Redis → Slack client → store → service → HTTP server,
+// and shuts down gracefully when ctx ends: the listener closes, in-flight
+// requests and running jobs finish, then Redis is released.
+func run(ctx context.Context) error {
+	cfg, err := bot.LoadConfig()
+	if err != nil {
+		return err
+	}
+	log := bot.NewLogger(cfg, os.Stderr)
+
+	rdb, closeRedis, err := bot.OpenRedis(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+
+	registry := prometheus.NewRegistry()
+	metrics := bot.NewMetrics(registry)
+	slackSetup := bot.NewSlack(cfg, metrics, log, os.Stderr)
+
+	st, err := store.New(rdb, store.Options{Prefix: cfg.RedisPrefix})
+	if err != nil {
+		return err
+	}
+	deps := bot.Deps{Config: cfg, Store: st, Slack: slackSetup.Client, Metrics: metrics, Registry: registry, Logger: log}
+	if slackSetup.Emulator != nil {
+		deps.Sandbox = slackSetup.Emulator
+	}
+	svc, err := bot.NewService(deps)
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
+	}
+	srv := &http.Server{
+		Handler:           svc.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	log.InfoContext(ctx, "approvalbot listening", "addr", ln.Addr().String(),
+		"local_mode", cfg.LocalMode(), "embedded_redis", cfg.EmbeddedRedis())
+
+	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = svc.RunJobs(jobsCtx) })
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err = <-serveErr:
+		err = fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+		log.InfoContext(ctx, "shutting down: finishing in-flight requests and jobs", "timeout", cfg.ShutdownTimeout)
+		err = nil
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if serr := srv.Shutdown(shutdownCtx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		log.ErrorContext(ctx, "http shutdown incomplete", "err", serr)
+	}
+	stopJobs()
+	wg.Wait()
+	log.InfoContext(ctx, "approvalbot stopped")
+	return err
+}

@@ -1,0 +1,176 @@
+package webhook
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/blocks"
+	"github.com/approvalbot/approvalbot/store"
+	"github.com/google/uuid"
+)
+
+// accepted is the 202 answer to a new request.
+type accepted struct {
+	ID     string     `json:"id"`
+	Status aah.Status `json:"status"`
+	Links  links      `json:"links"`
+}
+
+type links struct {
+	Self string `json:"self"`
+	Next string `json:"next,omitempty"`
+}
+
+func selfLink(id string) string { return "/v1/requests/" + id }
+
+// create is POST /v1/requests: validate, store with its Slack post queued
+// (one atomic step), answer 202. It never waits for Slack.
+func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
+	ctx := r.Context()
+	if !isJSON(r.Header.Get("Content-Type")) {
+		a.opts.Metrics.intake("unsupported_media_type")
+		writeError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+		return
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.opts.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			a.opts.Metrics.intake("too_large")
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body exceeds %d bytes", a.opts.MaxBodyBytes))
+			return
+		}
+		a.opts.Metrics.intake("bad_body")
+		writeError(w, http.StatusBadRequest, "could not read the body: "+err.Error())
+		return
+	}
+	req, doc, probs := a.validate(raw)
+	if len(probs) > 0 {
+		a.opts.Metrics.intake("invalid")
+		a.log.InfoContext(ctx, "intake: request rejected", "agent", agent, "problems", len(probs), "first_field", probs[0].Field)
+		writeError(w, http.StatusBadRequest, invalidMessage(probs), probs...)
+		return
+	}
+	rec, created, err := a.opts.Store.Create(ctx, store.NewRequest{
+		ID:       req.Artifact.ID,
+		Agent:    agent,
+		Document: doc,
+		BodyHash: bodyHash(doc),
+		Channel:  cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
+	})
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		a.opts.Metrics.intake("conflict")
+		writeError(w, http.StatusConflict, "a different request with id "+quote(req.Artifact.ID)+" already exists; "+
+			"resubmit the identical body to retry, or use a new artifact.id")
+		return
+	case err != nil:
+		a.opts.Metrics.intake("error")
+		a.internal(w, r, "store request", err)
+		return
+	case !created:
+		a.opts.Metrics.intake("duplicate")
+		writeJSON(w, http.StatusOK, viewOf(rec))
+		return
+	}
+	a.opts.Metrics.intake("accepted")
+	a.log.InfoContext(ctx, "intake: request accepted", "request_id", rec.ID, "agent", agent,
+		"decisions", len(req.Data.Decisions), "channel", rec.Channel)
+	a.wake()
+	w.Header().Set("Location", selfLink(rec.ID))
+	writeJSON(w, http.StatusAccepted, accepted{ID: rec.ID, Status: rec.Status, Links: links{Self: selfLink(rec.ID)}})
+}
+
+// validate parses the body, applies the Slack checks and the channel rule,
+// and fills in a generated id. doc is the document to store.
+func (a *API) validate(raw []byte) (*aah.Request, json.RawMessage, []aah.FieldError) {
+	req, err := aah.Parse(raw, aah.ParseOptions{Now: a.opts.Now(), AllowInsecureCallbacks: a.opts.AllowInsecureCallbacks})
+	var verr *aah.ValidationError
+	if errors.As(err, &verr) {
+		return nil, nil, verr.Problems
+	} else if err != nil {
+		return nil, nil, []aah.FieldError{{Message: err.Error()}}
+	}
+	probs := blocks.Check(req)
+	if req.Slack.Channel == "" && a.opts.DefaultChannel == "" {
+		probs = append(probs, aah.FieldError{Field: "extensions.slack.channel",
+			Message: "is required: this server has no SLACK_DEFAULT_CHANNEL"})
+	}
+	if len(probs) > 0 {
+		return nil, nil, probs
+	}
+	doc := json.RawMessage(raw)
+	if req.Artifact.ID == "" {
+		req.Artifact.ID = uuid.NewString()
+		if doc, err = withArtifactID(raw, req.Artifact.ID); err != nil {
+			return nil, nil, []aah.FieldError{{Field: "artifact", Message: err.Error()}}
+		}
+	}
+	return req, compact(doc), nil
+}
+
+func invalidMessage(probs []aah.FieldError) string {
+	if len(probs) == 1 {
+		return "invalid decision request: 1 problem"
+	}
+	return fmt.Sprintf("invalid decision request: %d problems", len(probs))
+}
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
+// withArtifactID sets artifact.id in a document. Every other value is kept
+// byte for byte; only the order of keys in the two touched objects changes.
+func withArtifactID(raw []byte, id string) (json.RawMessage, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, fmt.Errorf("decode document: %w", err)
+	}
+	var art map[string]json.RawMessage
+	if err := json.Unmarshal(top["artifact"], &art); err != nil {
+		return nil, fmt.Errorf("decode artifact: %w", err)
+	}
+	art["id"], _ = json.Marshal(id)
+	var err error
+	if top["artifact"], err = json.Marshal(art); err != nil {
+		return nil, fmt.Errorf("encode artifact: %w", err)
+	}
+	return json.Marshal(top)
+}
+
+// compact drops insignificant whitespace; the document is otherwise verbatim,
+// unknown fields included.
+func compact(doc []byte) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, doc); err != nil {
+		return doc
+	}
+	return b.Bytes()
+}
+
+// bodyHash identifies a document regardless of whitespace and key order, so
+// an agent retrying with a re-serialized but identical body is recognised.
+func bodyHash(doc []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		sum := sha256.Sum256(doc)
+		return hex.EncodeToString(sum[:])
+	}
+	canonical, _ := json.Marshal(v) // map keys sorted; numbers verbatim
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,127 @@
+package webhook
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/store"
+)
+
+// requestView is the API's representation of a stored request.
+type requestView struct {
+	ID          string          `json:"id"`
+	Status      aah.Status      `json:"status"`
+	Agent       string          `json:"agent"`
+	ReceivedAt  time.Time       `json:"received_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+	WithdrawnAt *time.Time      `json:"withdrawn_at,omitempty"`
+	Links       links           `json:"links"`
+	Slack       slackView       `json:"slack"`
+	Request     json.RawMessage `json:"request"`
+}
+
+// slackView says where the request's message is, or why it is not there.
+type slackView struct {
+	// State is "queued" (not yet posted), "posted", "retrying" (a post
+	// failed and will be retried), "failed" (the bot gave up; see Error) or
+	// "cancelled" (withdrawn before it was posted).
+	State     string     `json:"state"`
+	Channel   string     `json:"channel"`
+	TS        string     `json:"ts,omitempty"`
+	Permalink string     `json:"permalink,omitempty"`
+	PostedAt  *time.Time `json:"posted_at,omitempty"`
+	Error     string     `json:"error,omitempty"`
+}
+
+func viewOf(rec store.Record) requestView {
+	v := requestView{
+		ID: rec.ID, Status: rec.Status, Agent: rec.Agent,
+		ReceivedAt: rec.ReceivedAt, UpdatedAt: rec.UpdatedAt,
+		Links:   links{Self: selfLink(rec.ID)},
+		Request: rec.Document,
+		Slack: slackView{
+			Channel: rec.Channel, TS: rec.Slack.TS, Permalink: rec.Slack.Permalink,
+			Error: rec.Slack.Error,
+		},
+	}
+	if rec.Slack.Channel != "" {
+		v.Slack.Channel = rec.Slack.Channel
+	}
+	if !rec.WithdrawnAt.IsZero() {
+		v.WithdrawnAt = &rec.WithdrawnAt
+	}
+	switch {
+	case rec.Posted():
+		v.Slack.State = "posted"
+		v.Slack.PostedAt = &rec.Slack.PostedAt
+	case rec.Slack.ErrorPermanent:
+		v.Slack.State = "failed"
+	case !rec.Status.Open():
+		v.Slack.State = "cancelled"
+	case rec.Slack.Error != "":
+		v.Slack.State = "retrying"
+	default:
+		v.Slack.State = "queued"
+	}
+	return v
+}
+
+type listView struct {
+	Items      []requestView `json:"items"`
+	NextCursor string        `json:"next_cursor,omitempty"`
+	Links      links         `json:"links"`
+}
+
+// list is GET /v1/requests?status=&limit=&cursor=: the caller's requests,
+// oldest first, paginated by an opaque cursor.
+func (a *API) list(w http.ResponseWriter, r *http.Request, agent string) {
+	q := r.URL.Query()
+	var probs []aah.FieldError
+	query := store.ListQuery{Agent: agent, Cursor: q.Get("cursor")}
+	if s := q.Get("status"); s != "" {
+		if !aah.Status(s).Valid() {
+			probs = append(probs, aah.FieldError{Field: "status", Message: "must be one of pending, partial, resolved, expired, escalated, withdrawn"})
+		}
+		query.Status = aah.Status(s)
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > store.MaxPageSize {
+			probs = append(probs, aah.FieldError{Field: "limit", Message: "must be a whole number from 1 to " + strconv.Itoa(store.MaxPageSize)})
+		}
+		query.Limit = n
+	}
+	if len(probs) > 0 {
+		writeError(w, http.StatusBadRequest, "invalid query", probs...)
+		return
+	}
+	page, err := a.opts.Store.List(r.Context(), query)
+	if errors.Is(err, store.ErrBadCursor) {
+		writeError(w, http.StatusBadRequest, "invalid query", aah.FieldError{Field: "cursor", Message: "is not a cursor this server issued"})
+		return
+	} else if err != nil {
+		a.internal(w, r, "list requests", err)
+		return
+	}
+	out := listView{Items: make([]requestView, len(page.Items)), NextCursor: page.NextCursor}
+	for i, rec := range page.Items {
+		out.Items[i] = viewOf(rec)
+	}
+	self := url.Values{}
+	for _, k := range []string{"status", "limit"} {
+		if v := q.Get(k); v != "" {
+			self.Set(k, v)
+		}
+	}
+	if page.NextCursor != "" {
+		self.Set("cursor", page.NextCursor)
+		out.Links.Next = "/v1/requests?" + self.Encode()
+	}
+	out.Links.Self = r.URL.RequestURI()
+	writeJSON(w, http.StatusOK, out)
+}
