@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -25,15 +26,32 @@ type ParseOptions struct {
 // problem it finds, not just the first, as a *ValidationError. Unknown fields
 // are ignored here; callers keep the raw document to preserve them.
 func Parse(raw []byte, opts ParseOptions) (*Request, error) {
+	doc, err := Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDecoded(doc, opts)
+}
+
+// Decode decodes a JSON document into the generic form ParseDecoded takes
+// (objects as map[string]any, numbers as json.Number, so none loses
+// precision). Callers that also need the document itself, for hashing or
+// editing, decode once with it.
+func Decode(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
 		return nil, &ValidationError{Problems: []FieldError{{Field: "", Message: "body is not valid JSON: " + err.Error()}}}
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, &ValidationError{Problems: []FieldError{{Field: "", Message: "body must hold exactly one JSON object"}}}
 	}
+	return doc, nil
+}
+
+// ParseDecoded validates a document Decode returned; see Parse.
+func ParseDecoded(doc any, opts ParseOptions) (*Request, error) {
 	p := &parser{opts: opts}
 	if p.opts.Now.IsZero() {
 		p.opts.Now = time.Now()

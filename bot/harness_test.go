@@ -31,7 +31,7 @@ const (
 
 // harness is one approvalbot over real Redis and the Slack emulator.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	emu    *slackemu.Server
 	rdb    redis.UniversalClient
 	prefix string
@@ -46,7 +46,7 @@ type harnessOption func(*configT, *depsT)
 
 // newHarness builds a service. Its job runner is not started: call
 // startJobs, so tests can also play a process that crashed before posting.
-func newHarness(t *testing.T, opts ...harnessOption) *harness {
+func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	t.Helper()
 	rdb, prefix := redistest.Client(t)
 	emu := slackemu.New(slackemu.Options{})
@@ -54,7 +54,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 }
 
 // newHarnessOn builds another process over the same Redis and emulator.
-func newHarnessOn(t *testing.T, rdb redis.UniversalClient, prefix string, emu *slackemu.Server, opts ...harnessOption) *harness {
+func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *slackemu.Server, opts ...harnessOption) *harness {
 	t.Helper()
 	cfg := bot.Config{
 		SlackBotToken:       emu.Token(),
@@ -107,7 +107,7 @@ func (h *harness) startJobs() (stop func()) {
 	return stop
 }
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -119,7 +119,7 @@ type response struct {
 	Body   []byte
 }
 
-func (r response) json(t *testing.T) map[string]any {
+func (r response) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.Body, &m); err != nil {
@@ -203,7 +203,7 @@ func ctxTimeout(t *testing.T, d time.Duration) context.Context {
 }
 
 // example is examples/marketing-strategy.json: seed 000's example request.
-func example(t *testing.T) []byte {
+func example(t testing.TB) []byte {
 	t.Helper()
 	b, err := os.ReadFile("../examples/marketing-strategy.json")
 	if err != nil {
@@ -214,7 +214,7 @@ func example(t *testing.T) []byte {
 
 // exampleWith returns the example with its id replaced and edits applied to
 // the decoded document.
-func exampleWith(t *testing.T, id string, edit func(doc map[string]any)) []byte {
+func exampleWith(t testing.TB, id string, edit func(doc map[string]any)) []byte {
 	t.Helper()
 	var doc map[string]any
 	if err := json.Unmarshal(example(t), &doc); err != nil {

@@ -93,8 +93,10 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 		rec, err = s.Get(ctx, n.ID)
 		return rec, false, err
 	}
-	rec, err = s.Get(ctx, n.ID)
-	return rec, true, err
+	// Created: the record is exactly what the script wrote.
+	at := fromMs(now)
+	return Record{ID: n.ID, Agent: n.Agent, Status: aah.StatusPending, Document: n.Document, BodyHash: n.BodyHash,
+		Channel: n.Channel, Version: 1, ReceivedAt: at, UpdatedAt: at}, true, nil
 }
 
 // Get loads one request.

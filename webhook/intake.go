@@ -54,7 +54,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		writeError(w, http.StatusBadRequest, "could not read the body: "+err.Error())
 		return
 	}
-	req, doc, probs := a.validate(raw)
+	req, doc, hash, probs := a.validate(raw)
 	if len(probs) > 0 {
 		a.opts.Metrics.intake("invalid")
 		a.log.InfoContext(ctx, "intake: request rejected", "agent", agent, "problems", len(probs), "first_field", probs[0].Field)
@@ -65,7 +65,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		ID:       req.Artifact.ID,
 		Agent:    agent,
 		Document: doc,
-		BodyHash: bodyHash(doc),
+		BodyHash: hash,
 		Channel:  cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
 	})
 	switch {
@@ -92,31 +92,35 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 }
 
 // validate parses the body, applies the Slack checks and the channel rule,
-// and fills in a generated id. doc is the document to store.
-func (a *API) validate(raw []byte) (*aah.Request, json.RawMessage, []aah.FieldError) {
-	req, err := aah.Parse(raw, aah.ParseOptions{Now: a.opts.Now(), AllowInsecureCallbacks: a.opts.AllowInsecureCallbacks})
+// and fills in a generated id. It returns the document to store and its hash.
+func (a *API) validate(raw []byte) (req *aah.Request, doc json.RawMessage, hash string, probs []aah.FieldError) {
+	tree, err := aah.Decode(raw)
+	if err == nil {
+		req, err = aah.ParseDecoded(tree, aah.ParseOptions{Now: a.opts.Now(), AllowInsecureCallbacks: a.opts.AllowInsecureCallbacks})
+	}
 	var verr *aah.ValidationError
 	if errors.As(err, &verr) {
-		return nil, nil, verr.Problems
+		return nil, nil, "", verr.Problems
 	} else if err != nil {
-		return nil, nil, []aah.FieldError{{Message: err.Error()}}
+		return nil, nil, "", []aah.FieldError{{Message: err.Error()}}
 	}
-	probs := blocks.Check(req)
+	probs = blocks.Check(req)
 	if req.Slack.Channel == "" && a.opts.DefaultChannel == "" {
 		probs = append(probs, aah.FieldError{Field: "extensions.slack.channel",
 			Message: "is required: this server has no SLACK_DEFAULT_CHANNEL"})
 	}
 	if len(probs) > 0 {
-		return nil, nil, probs
+		return nil, nil, "", probs
 	}
-	doc := json.RawMessage(raw)
+	doc = compact(raw)
 	if req.Artifact.ID == "" {
 		req.Artifact.ID = uuid.NewString()
 		if doc, err = withArtifactID(raw, req.Artifact.ID); err != nil {
-			return nil, nil, []aah.FieldError{{Field: "artifact", Message: err.Error()}}
+			return nil, nil, "", []aah.FieldError{{Field: "artifact", Message: err.Error()}}
 		}
+		tree.(map[string]any)["artifact"].(map[string]any)["id"] = req.Artifact.ID
 	}
-	return req, compact(doc), nil
+	return req, doc, canonicalHash(tree), nil
 }
 
 func invalidMessage(probs []aah.FieldError) string {
@@ -160,17 +164,11 @@ func compact(doc []byte) json.RawMessage {
 	return b.Bytes()
 }
 
-// bodyHash identifies a document regardless of whitespace and key order, so
-// an agent retrying with a re-serialized but identical body is recognised.
-func bodyHash(doc []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		sum := sha256.Sum256(doc)
-		return hex.EncodeToString(sum[:])
-	}
-	canonical, _ := json.Marshal(v) // map keys sorted; numbers verbatim
+// canonicalHash identifies a decoded document regardless of whitespace and
+// key order, so an agent retrying with a re-serialized but identical body is
+// recognised: json.Marshal sorts map keys and writes json.Number verbatim.
+func canonicalHash(tree any) string {
+	canonical, _ := json.Marshal(tree)
 	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:])
 }
