@@ -70,6 +70,10 @@ func NewService(d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.LocalMode() && cfg.Tokens().Len() == 0 {
+		d.Logger.Warn("INTAKE_TOKENS is not set: intake ACCEPTS UNAUTHENTICATED requests (local mode only); " +
+			"they belong to agent \"" + webhook.AnonymousAgent + "\"")
+	}
 	d.Registry.MustRegister(NewOutboxCollector(d.Store),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 

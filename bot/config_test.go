@@ -1,0 +1,91 @@
+package bot_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/approvalbot/approvalbot/bot"
+)
+
+// Config tests set environment variables, so they do not run in parallel.
+
+func TestConfigWithNothingSetRunsLocally(t *testing.T) {
+	clearEnv(t)
+	cfg, err := bot.LoadConfig()
+	if err != nil {
+		t.Fatalf("no configuration must start: %v", err)
+	}
+	if !cfg.LocalMode() || !cfg.EmbeddedRedis() {
+		t.Errorf("local=%v embedded=%v, want both", cfg.LocalMode(), cfg.EmbeddedRedis())
+	}
+	if cfg.ListenAddr != ":8080" || cfg.SlackDefaultChannel != "#approvals" || !cfg.CallbackAllowPrivate ||
+		cfg.SlackPostInterval != time.Second || cfg.IntakeMaxBodyBytes != 1<<20 {
+		t.Errorf("unexpected defaults: %+v", cfg)
+	}
+}
+
+func TestConfigProductionNeedsSecrets(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("SLACK_BOT_TOKEN", "xoxp-user-token")
+	_, err := bot.LoadConfig()
+	if err == nil {
+		t.Fatal("a user token without a signing secret or intake tokens was accepted")
+	}
+	for _, want := range []string{"SLACK_BOT_TOKEN must be a bot token", "SLACK_SIGNING_SECRET is required", "INTAKE_TOKENS is required"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "xoxp-user-token") {
+		t.Errorf("the error message leaks the token: %v", err)
+	}
+}
+
+func TestConfigReportsEveryProblem(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("LOG_LEVEL", "loud")
+	t.Setenv("LOG_FORMAT", "xml")
+	t.Setenv("SLACK_API_URL", "https://slack.com/api")
+	t.Setenv("INTAKE_TOKENS", "planner:zq9x7")
+	t.Setenv("WORKER_CONCURRENCY", "0")
+	t.Setenv("JOB_LEASE", "1s")
+	_, err := bot.LoadConfig()
+	if err == nil {
+		t.Fatal("invalid configuration accepted")
+	}
+	for _, want := range []string{"LOG_LEVEL", "LOG_FORMAT", "SLACK_API_URL", "INTAKE_TOKENS", "WORKER_CONCURRENCY", "JOB_LEASE"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %s:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "zq9x7") {
+		t.Errorf("the error message leaks a token: %v", err)
+	}
+}
+
+func TestConfigProduction(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-1-2-3")
+	t.Setenv("SLACK_SIGNING_SECRET", "secret")
+	t.Setenv("INTAKE_TOKENS", "planner:0123456789abcdef0123, release-bot:fedcba9876543210fedc")
+	t.Setenv("REDIS_URL", "redis://127.0.0.1:6379/0")
+	cfg, err := bot.LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LocalMode() || cfg.EmbeddedRedis() || cfg.CallbackAllowPrivate || cfg.SlackDefaultChannel != "" || cfg.Tokens().Len() != 2 {
+		t.Errorf("unexpected production config: %+v", cfg)
+	}
+}
+
+func clearEnv(t *testing.T) {
+	for _, k := range []string{"LISTEN_ADDR", "REDIS_URL", "REDIS_PREFIX", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET",
+		"SLACK_API_URL", "SLACK_DEFAULT_CHANNEL", "SLACK_POST_INTERVAL", "INTAKE_TOKENS", "INTAKE_MAX_BODY_BYTES",
+		"CALLBACK_ALLOW_PRIVATE", "WORKER_CONCURRENCY", "JOB_LEASE", "JOB_MAX_ATTEMPTS", "JOB_POLL_INTERVAL",
+		"SHUTDOWN_TIMEOUT", "LOG_LEVEL", "LOG_FORMAT"} {
+		t.Setenv(k, "") // restores the original value after the test
+		_ = os.Unsetenv(k)
+	}
+}
