@@ -23,11 +23,7 @@ func BenchmarkIntake(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			id := fmt.Sprintf("bench-%d", seq.Add(1))
-			req := httptest.NewRequest(http.MethodPost, "/v1/requests",
-				bytes.NewReader(bytes.Replace(body, []byte("aah_decision_abc123"), []byte(id), 1)))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+tokenPM)
+			req := benchRequest(body, fmt.Sprintf("bench-%d", seq.Add(1)))
 			rec := httptest.NewRecorder()
 			handler.ServeHTTP(rec, req)
 			if rec.Code != http.StatusAccepted {
@@ -63,10 +59,7 @@ func BenchmarkOneRedisRoundTrip(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			id := fmt.Sprintf("bench-%d", seq.Add(1))
-			req := httptest.NewRequest(http.MethodPost, "/v1/requests",
-				bytes.NewReader(bytes.Replace(body, []byte("aah_decision_abc123"), []byte(id), 1)))
-			req.Header.Set("X-Id", id)
+			req := benchRequest(body, fmt.Sprintf("bench-%d", seq.Add(1)))
 			rec := httptest.NewRecorder()
 			handler.ServeHTTP(rec, req)
 			if rec.Code != http.StatusAccepted {
@@ -75,4 +68,15 @@ func BenchmarkOneRedisRoundTrip(b *testing.B) {
 		}
 	})
 
+}
+
+// benchRequest is an intake request for the example body under a new id; the
+// floor handler reads the id from X-Id.
+func benchRequest(body []byte, id string) *http.Request {
+	req := httptest.NewRequest(http.MethodPost, "/v1/requests",
+		bytes.NewReader(bytes.Replace(body, []byte("aah_decision_abc123"), []byte(id), 1)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tokenPM)
+	req.Header.Set("X-Id", id)
+	return req
 }
