@@ -71,6 +71,9 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	if n.ID == "" || n.Agent == "" || len(n.Document) == 0 || n.BodyHash == "" || n.Channel == "" {
 		return Record{}, false, errors.New("store: create: id, agent, document, hash and channel are required")
 	}
+	if !aah.ValidRequestID(n.ID) {
+		return Record{}, false, fmt.Errorf("store: create: invalid request id %q", n.ID)
+	}
 	shard, now := shardOf(n.ID), s.nowMs()
 	keys := []string{
 		s.keys.request(n.ID),
@@ -166,6 +169,7 @@ func (s *Store) transition(ctx context.Context, id string, to aah.Status, stampF
 			s.keys.agentIndex(shard, rec.Agent, rec.Status),
 			s.keys.agentIndex(shard, rec.Agent, to),
 			s.keys.jobs(shard).due,
+			s.keys.jobs(shard).attempts,
 		}
 		res, err := transition.Run(ctx, s.rdb, keys, string(rec.Status), string(to), s.nowMs(), id,
 			jobID(JobPost, id), jobID(JobSync, id), stampField).StringSlice()
@@ -200,18 +204,12 @@ func (s *Store) MarkPosted(ctx context.Context, id, channel, ts string, rendered
 
 // MarkSynced records that the message now shows renderedVersion.
 func (s *Store) MarkSynced(ctx context.Context, id string, renderedVersion int64) error {
-	if err := s.rdb.HSet(ctx, s.keys.request(id), "rendered_version", renderedVersion).Err(); err != nil {
-		return fmt.Errorf("store: mark request %s synced: %w", id, err)
-	}
-	return nil
+	return s.set(ctx, id, "mark synced", "rendered_version", renderedVersion)
 }
 
 // SetPermalink stores the message's permalink.
 func (s *Store) SetPermalink(ctx context.Context, id, link string) error {
-	if err := s.rdb.HSet(ctx, s.keys.request(id), "permalink", link).Err(); err != nil {
-		return fmt.Errorf("store: set permalink of %s: %w", id, err)
-	}
-	return nil
+	return s.set(ctx, id, "set permalink", "permalink", link)
 }
 
 // RecordPostError notes why posting failed; permanent means the bot gave up,
@@ -221,11 +219,7 @@ func (s *Store) RecordPostError(ctx context.Context, id, code string, permanent 
 	if permanent {
 		perm = "1"
 	}
-	err := s.rdb.HSet(ctx, s.keys.request(id), "post_error", code, "post_error_permanent", perm, "updated_ms", s.nowMs()).Err()
-	if err != nil {
-		return fmt.Errorf("store: record post error of %s: %w", id, err)
-	}
-	return nil
+	return s.set(ctx, id, "record post error", "post_error", code, "post_error_permanent", perm, "updated_ms", s.nowMs())
 }
 
 func decodeList(s string) []string {
@@ -240,8 +234,17 @@ func (s *Store) SetMentions(ctx context.Context, id string, mentions []string) e
 	if err != nil {
 		return fmt.Errorf("store: encode mentions of %s: %w", id, err)
 	}
-	if err := s.rdb.HSet(ctx, s.keys.request(id), "mentions", raw).Err(); err != nil {
-		return fmt.Errorf("store: set mentions of %s: %w", id, err)
+	return s.set(ctx, id, "set mentions", "mentions", raw)
+}
+
+// set updates fields of an existing request; ErrNotFound when there is none.
+func (s *Store) set(ctx context.Context, id, op string, fieldValues ...any) error {
+	n, err := setFields.Run(ctx, s.rdb, []string{s.keys.request(id)}, fieldValues...).Int()
+	if err != nil {
+		return fmt.Errorf("store: %s of %s: %w", op, id, err)
+	}
+	if n == 0 {
+		return ErrNotFound
 	}
 	return nil
 }

@@ -48,6 +48,7 @@ return 0
 //	KEYS[4] -> <p>:{sNN}:idx:agent:<agent>:<from>
 //	KEYS[5] -> <p>:{sNN}:idx:agent:<agent>:<to>
 //	KEYS[6] -> <p>:{sNN}:jobs:due
+//	KEYS[7] -> <p>:{sNN}:jobs:attempts
 //	ARGV[1] -> expected current status (<from>)
 //	ARGV[2] -> new status (<to>)
 //	ARGV[3] -> now, Unix ms
@@ -73,6 +74,7 @@ if redis.call('HEXISTS', KEYS[1], 'slack_ts') == 1 then
   redis.call('ZADD', KEYS[6], ARGV[3], ARGV[6])
 else
   redis.call('ZREM', KEYS[6], ARGV[5])
+  redis.call('HDEL', KEYS[7], ARGV[5])
 end
 return {'ok', tostring(v)}
 `)
@@ -127,15 +129,24 @@ for _, id in ipairs(expired) do
   local due = redis.call('ZSCORE', KEYS[1], id)
   if not due or tonumber(due) > now then redis.call('ZADD', KEYS[1], now, id) end
 end
-local out = {}
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[3])
-for _, id in ipairs(ids) do
-  if not redis.call('ZSCORE', KEYS[2], id) then
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), id)
-    redis.call('HSET', KEYS[3], id, ARGV[4])
-    out[#out + 1] = id
-    out[#out + 1] = redis.call('HINCRBY', KEYS[4], id, 1)
+-- Walk the due jobs in due order. A job still leased by a live worker stays
+-- due and is stepped over (skipped counts them: claimed ones leave the set),
+-- so it never hides the claimable jobs behind it.
+local want, skipped, claimed, out = tonumber(ARGV[3]), 0, 0, {}
+while claimed < want and skipped < 1000 do
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', skipped, want - claimed)
+  if #ids == 0 then break end
+  for _, id in ipairs(ids) do
+    if redis.call('ZSCORE', KEYS[2], id) then
+      skipped = skipped + 1
+    else
+      redis.call('ZREM', KEYS[1], id)
+      redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), id)
+      redis.call('HSET', KEYS[3], id, ARGV[4])
+      claimed = claimed + 1
+      out[#out + 1] = id
+      out[#out + 1] = redis.call('HINCRBY', KEYS[4], id, 1)
+    end
   end
 end
 return out
@@ -229,4 +240,17 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then
   redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
 end
 return 0
+`)
+
+// setFields updates fields of an existing request, and nothing when the
+// request does not exist (so a late job cannot resurrect a half record).
+//
+//	KEYS[1] -> <p>:{sNN}:req:<id>
+//	ARGV    -> field, value pairs
+//
+// Returns 1 when updated, 0 when the request does not exist.
+var setFields = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV))
+return 1
 `)

@@ -1,0 +1,188 @@
+package store_test
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/approvalbot/approvalbot/store/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// hashTag is the part of key Redis Cluster hashes: the text between the first
+// "{" and the next "}" when that is not empty, else the whole key.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
+}
+
+// slotHook checks every script call a client makes: all of its KEYS must
+// hash the same (one Cluster slot). It records rather than fails, so it can
+// be shared by parallel tests and checked once at the end.
+type slotHook struct {
+	mu         sync.Mutex
+	calls      map[string]int // script sha1 -> calls
+	violations []string
+}
+
+func newSlotHook() *slotHook { return &slotHook{calls: map[string]int{}} }
+
+func (h *slotHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *slotHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.inspect(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *slotHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			h.inspect(c)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (h *slotHook) inspect(cmd redis.Cmder) {
+	args := cmd.Args()
+	if len(args) == 0 {
+		return
+	}
+	name := strings.ToLower(fmt.Sprint(args[0]))
+	var script string
+	switch name {
+	case "eval", "eval_ro":
+		sum := sha1.Sum([]byte(fmt.Sprint(args[1])))
+		script = hex.EncodeToString(sum[:])
+	case "evalsha", "evalsha_ro":
+		script = strings.ToLower(fmt.Sprint(args[1]))
+	default:
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls[script]++
+	n, err := strconv.Atoi(fmt.Sprint(args[2]))
+	if err != nil || n < 0 || 3+n > len(args) {
+		h.violations = append(h.violations, fmt.Sprintf("%s %s: bad numkeys %v", name, script, args[2]))
+		return
+	}
+	if n == 0 {
+		h.violations = append(h.violations, fmt.Sprintf("%s %s: no KEYS (cannot be routed to a slot)", name, script))
+		return
+	}
+	keys := make([]string, n)
+	for i := range n {
+		keys[i] = fmt.Sprint(args[3+i])
+	}
+	for _, k := range keys[1:] {
+		if hashTag(k) != hashTag(keys[0]) {
+			h.violations = append(h.violations, fmt.Sprintf("%s %s: KEYS span slots: %q", name, script, keys))
+			return
+		}
+	}
+}
+
+func (h *slotHook) result() (calls map[string]int, violations []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.calls), slices.Clone(h.violations)
+}
+
+func TestHashTag(t *testing.T) {
+	t.Parallel()
+	for key, want := range map[string]string{
+		"ab:{s03}:req:x":         "s03",
+		"ab:{s03}:idx:agent:a}b": "s03",
+		"ab:pace:C1":             "ab:pace:C1",
+		"ab:{}:x":                "ab:{}:x",
+		"a{b":                    "a{b",
+		"{x}{y}":                 "x",
+	} {
+		if got := hashTag(key); got != want {
+			t.Errorf("hashTag(%q) = %q; want %q", key, got, want)
+		}
+	}
+}
+
+// The hook itself must catch a cross-slot script, or the property test below
+// proves nothing.
+func TestSlotHookCatchesCrossSlotScripts(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Client(t)
+	h := newSlotHook()
+	rdb.AddHook(h)
+	ctx := testCtx(t)
+	run := func(keys ...string) {
+		if err := rdb.Eval(ctx, "return 1", keys).Err(); err != nil {
+			t.Fatalf("EVAL: %v", err)
+		}
+	}
+	run(prefix+":{a}:x", prefix+":{a}:y")
+	run(prefix + ":single")
+	if _, v := h.result(); len(v) != 0 {
+		t.Fatalf("violations for same-slot keys: %q", v)
+	}
+	run(prefix+":{a}:x", prefix+":{b}:y")
+	run(prefix+":{}:x", prefix+":{}:y")
+	if err := redis.NewScript("return 1").Run(ctx, rdb, []string{prefix + ":{s01}:a", prefix + ":{s02}:b"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	calls, v := h.result()
+	if len(v) != 3 {
+		t.Errorf("violations = %q; want 3 (cross-tag EVAL, empty-tag EVAL, cross-tag EVALSHA/EVAL)", v)
+	}
+	if len(calls) != 1 {
+		t.Errorf("distinct scripts seen = %d; want 1", len(calls))
+	}
+}
+
+// TestScriptKeysShareOneSlot runs the whole suite (and the pacing tests)
+// through a hook that checks every EVAL/EVALSHA: all KEYS of one call must
+// share one hash slot, as Redis Cluster requires.
+func TestScriptKeysShareOneSlot(t *testing.T) {
+	t.Parallel()
+	h := newSlotHook()
+	t.Cleanup(func() { // after every (parallel) subtest
+		calls, violations := h.result()
+		for i, v := range violations {
+			if i == 10 {
+				t.Errorf("... and %d more cross-slot script calls", len(violations)-i)
+				break
+			}
+			t.Errorf("cross-slot script call: %s", v)
+		}
+		total := 0
+		for _, n := range calls {
+			total += n
+		}
+		t.Logf("checked %d script calls of %d distinct scripts", total, len(calls))
+		// createRequest, transition, markPosted, claimJobs, ackJob, retryJob,
+		// buryJob, takePaceSlot, holdPace.
+		if len(calls) < 9 {
+			t.Errorf("only %d distinct scripts ran through the hook; want all 9", len(calls))
+		}
+	})
+	b := realRedis(h)
+	t.Run("suite", func(t *testing.T) {
+		t.Parallel()
+		testSuite(t, b)
+	})
+	t.Run("pace", func(t *testing.T) {
+		t.Parallel()
+		testPace(t, b)
+	})
+}
