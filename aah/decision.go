@@ -93,7 +93,7 @@ func (p *parser) decision(n node) (Decision, bool) {
 	for _, t := range DecisionTypes {
 		validType = validType || d.Type == t
 	}
-	if d.Type != "" && !validType {
+	if strings.TrimSpace(string(d.Type)) != "" && !validType {
 		p.fail(typeNode, "must be one of approval, choice, multi_choice, text, number, date; got %q", d.Type)
 	}
 	reqNode := n.field("required")
@@ -169,7 +169,7 @@ func (p *parser) constraints(n node, d *Decision) {
 			name string
 			v    *float64
 		}{{"min", c.Min}, {"max", c.Max}} {
-			if b.v != nil && (*b.v < 0 || *b.v != math.Trunc(*b.v) || int(*b.v) > len(d.Options)) {
+			if b.v != nil && (*b.v < 0 || *b.v != math.Trunc(*b.v) || *b.v > float64(len(d.Options))) {
 				p.fail(cn.field(b.name), "counts selected options: a whole number from 0 to %d", len(d.Options))
 			}
 		}
@@ -252,8 +252,10 @@ func (p *parser) defaultValue(n node, d Decision) any {
 		}
 	case TypeDate:
 		s := p.str(n, false)
-		if _, err := ParseDateValue(s); err != nil && s != "" {
-			p.fail(n, "%v", err)
+		if _, isString := n.v.(string); isString {
+			if _, err := ParseDateValue(s); err != nil {
+				p.fail(n, "%v", err)
+			}
 		}
 		v = s
 	}

@@ -8,6 +8,9 @@ import (
 	"time"
 )
 
+// maxDuration bounds every duration an agent may write.
+const maxDuration = 10 * 365 * 24 * time.Hour
+
 // isoDuration matches the ISO 8601 durations that have a fixed length:
 // weeks, days, hours, minutes and seconds (years and months do not).
 var isoDuration = regexp.MustCompile(`^P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$`)
@@ -27,7 +30,9 @@ func ParseDuration(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, fmt.Errorf("duration is empty")
 	}
-	var d time.Duration
+	// Sum in float64 and bound the total before converting: a huge value
+	// must be refused, not wrapped around to a small duration.
+	var total float64
 	switch {
 	case strings.HasPrefix(strings.ToUpper(s), "P"):
 		m := isoDuration.FindStringSubmatch(strings.ToUpper(s))
@@ -43,7 +48,7 @@ func ParseDuration(s string) (time.Duration, error) {
 			if err != nil {
 				return 0, fmt.Errorf("%q: %w", s, err)
 			}
-			d += time.Duration(f * float64(u))
+			total += f * float64(u)
 		}
 	case simpleDuration.MatchString(s):
 		units := map[string]time.Duration{"w": 7 * 24 * time.Hour, "d": 24 * time.Hour, "h": time.Hour, "m": time.Minute, "s": time.Second, "ms": time.Millisecond}
@@ -52,16 +57,16 @@ func ParseDuration(s string) (time.Duration, error) {
 			if err != nil {
 				return 0, fmt.Errorf("%q: %w", s, err)
 			}
-			d += time.Duration(f * float64(units[m[2]]))
+			total += f * float64(units[m[2]])
 		}
 	default:
 		return 0, fmt.Errorf("%q is not a duration; use e.g. 30m, 24h, 7d or PT24H", s)
 	}
-	if d <= 0 {
-		return 0, fmt.Errorf("duration %q must be greater than zero", s)
-	}
-	if d > 10*365*24*time.Hour {
+	if total > float64(maxDuration) {
 		return 0, fmt.Errorf("duration %q is longer than ten years", s)
 	}
-	return d, nil
+	if d := time.Duration(total); d > 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("duration %q must be greater than zero", s)
 }

@@ -154,6 +154,7 @@ func (p *parser) str(n node, required bool) string {
 	}
 	if required && strings.TrimSpace(s) == "" {
 		p.fail(n, "must not be empty")
+		return "" // reported once: follow-up checks see an absent value
 	}
 	return s
 }
@@ -236,7 +237,7 @@ func (p *parser) artifact(n node, r *Request) {
 	}
 	idNode := n.field("id")
 	r.Artifact.ID = p.str(idNode, false)
-	if !idNode.absent() && r.Artifact.ID == "" {
+	if id, isString := idNode.v.(string); isString && id == "" {
 		p.fail(idNode, "must not be empty; omit it to have one generated")
 	} else if r.Artifact.ID != "" && !requestIDPattern.MatchString(r.Artifact.ID) {
 		p.fail(idNode, "must be 1-128 characters of letters, digits and _ . : - starting with a letter or digit")

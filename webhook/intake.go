@@ -135,23 +135,41 @@ func isJSON(contentType string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
-// withArtifactID sets artifact.id in a document. Every other value is kept
-// byte for byte; only the order of keys in the two touched objects changes.
+// withArtifactID sets artifact.id in a document. Every other value keeps its
+// bytes (compacted, never re-escaped); only the order of keys in the two
+// touched objects changes.
 func withArtifactID(raw []byte, id string) (json.RawMessage, error) {
 	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil {
-		return nil, fmt.Errorf("decode document: %w", err)
+	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
+		return nil, fmt.Errorf("decode document: not a JSON object (%v)", err)
 	}
 	var art map[string]json.RawMessage
 	if err := json.Unmarshal(top["artifact"], &art); err != nil {
 		return nil, fmt.Errorf("decode artifact: %w", err)
 	}
-	art["id"], _ = json.Marshal(id)
-	var err error
-	if top["artifact"], err = json.Marshal(art); err != nil {
-		return nil, fmt.Errorf("encode artifact: %w", err)
+	if art == nil {
+		return nil, errors.New("artifact must be an object")
 	}
-	return json.Marshal(top)
+	var err error
+	if art["id"], err = marshalVerbatim(id); err != nil {
+		return nil, err
+	}
+	if top["artifact"], err = marshalVerbatim(art); err != nil {
+		return nil, err
+	}
+	return marshalVerbatim(top)
+}
+
+// marshalVerbatim encodes v without json.Marshal's HTML escaping, so raw
+// values inside come out as they went in.
+func marshalVerbatim(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode document: %w", err)
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
 // compact drops insignificant whitespace; the document is otherwise verbatim,
