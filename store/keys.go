@@ -25,7 +25,12 @@ const Shards = 16
 //	<p>:{sNN}:jobs:lease               hash    job id -> lease token of the current claim
 //	<p>:{sNN}:jobs:attempts            hash    job id -> attempts so far
 //	<p>:{sNN}:jobs:dead                list    dead-lettered jobs (JSON), newest first, capped
+//	<p>:{sNN}:audit:<id>               list    the request's audit chain (JSON entries), oldest first
+//	<p>:{sNN}:audit                    list    the shard's global audit chain, oldest first
+//	<p>:{sNN}:audit:head               string  "<seq>:<hash>" of the shard's global chain
+//	<p>:{sNN}:deliveries:<id>          list    callback delivery attempts (JSON), oldest first, capped
 //	<p>:pace:<channel>                 string  exists while a channel may not be posted to
+//	<p>:changes                        pub/sub ids of requests that changed (wakes long polls)
 //
 // <p> is the configurable prefix (default "ab"); sNN is the shard, 00..15.
 type keys struct {
@@ -71,3 +76,13 @@ func (k keys) jobs(shard int) jobKeys {
 }
 
 func (k keys) pace(channel string) string { return k.prefix + ":pace:" + channel }
+
+func (k keys) auditRequest(id string) string { return k.slot(shardOf(id)) + ":audit:" + id }
+
+func (k keys) auditShard(shard int) string { return k.slot(shard) + ":audit" }
+
+func (k keys) auditShardHead(shard int) string { return k.slot(shard) + ":audit:head" }
+
+func (k keys) deliveries(id string) string { return k.slot(shardOf(id)) + ":deliveries:" + id }
+
+func (k keys) changes() string { return k.prefix + ":changes" }

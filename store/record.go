@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -14,30 +15,39 @@ import (
 
 // NewRequest is what intake stores for a validated request.
 type NewRequest struct {
-	ID       string
-	Agent    string          // authenticated agent identity (owner)
-	Document json.RawMessage // the artifact as sent (with a generated id filled in)
-	BodyHash string          // identifies the body for idempotent replays
-	Channel  string          // Slack channel to post to
+	ID          string
+	Agent       string          // authenticated agent identity (owner)
+	Document    json.RawMessage // the artifact as sent (with a generated id filled in)
+	BodyHash    string          // identifies the body for idempotent replays
+	Channel     string          // Slack channel to post to
+	ResponseURL string          // handoff.response_url, "" when the agent polls
 }
 
-// Record is a stored request and everything known about its Slack message.
+// Record is a stored request and everything known about it since.
 type Record struct {
-	ID         string
-	Agent      string
-	Status     aah.Status
-	Document   json.RawMessage
-	BodyHash   string
-	Channel    string
-	Version    int64 // bumped by every change the message must reflect
-	ReceivedAt time.Time
-	UpdatedAt  time.Time
+	ID          string
+	Agent       string
+	Status      aah.Status
+	Document    json.RawMessage
+	BodyHash    string
+	Channel     string
+	ResponseURL string
+	Version     int64 // bumped by every change the message must reflect
+	ReceivedAt  time.Time
+	UpdatedAt   time.Time
 	// WithdrawnAt is set once the agent withdrew the request.
 	WithdrawnAt time.Time
+	// ResolvedAt is set once the request resolved; Response then holds the
+	// decision/response artifact, immutable from then on.
+	ResolvedAt time.Time
+	Response   json.RawMessage
+	// Answers holds the current answer of each decision, by decision id.
+	Answers map[string]aah.Answer
 	// Mentions are the reviewers resolved to Slack mention syntax when the
 	// message was first rendered, reused by every later update.
 	Mentions []string
 	Slack    SlackState
+	Delivery DeliveryState
 }
 
 // SlackState is where and how the request's message was posted.
@@ -58,15 +68,19 @@ func (r Record) Posted() bool { return r.Slack.TS != "" }
 
 // Job ids name a job's kind and request: "<kind>:<request id>".
 const (
-	JobPost = "post" // post the request's message
-	JobSync = "sync" // bring the posted message up to date
+	JobPost    = "post"    // post the request's message
+	JobSync    = "sync"    // bring the posted message up to date
+	JobDeliver = "deliver" // POST the decision response to the agent
 )
 
 func jobID(kind, requestID string) string { return kind + ":" + requestID }
 
-// Create stores a new request and schedules its Slack post atomically.
-// created is false when the same agent already stored the identical body (the
-// stored record is returned); ErrConflict when the id is taken otherwise.
+const answerField = "ans:" // request hash field prefix of an answer
+
+// Create stores a new request and schedules its Slack post atomically, with
+// the "requested" audit entry. created is false when the same agent already
+// stored the identical body (the stored record is returned); ErrConflict when
+// the id is taken otherwise.
 func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created bool, err error) {
 	if n.ID == "" || n.Agent == "" || len(n.Document) == 0 || n.BodyHash == "" || n.Channel == "" {
 		return Record{}, false, errors.New("store: create: id, agent, document, hash and channel are required")
@@ -74,33 +88,62 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	if !aah.ValidRequestID(n.ID) {
 		return Record{}, false, fmt.Errorf("store: create: invalid request id %q", n.ID)
 	}
-	shard, now := shardOf(n.ID), s.nowMs()
-	keys := []string{
-		s.keys.request(n.ID),
-		s.keys.jobs(shard).due,
-		s.keys.statusIndex(shard, aah.StatusPending),
-		s.keys.agentIndex(shard, n.Agent, ""),
-		s.keys.agentIndex(shard, n.Agent, aah.StatusPending),
+	shard := shardOf(n.ID)
+	reqKey, headKey := s.keys.request(n.ID), s.keys.auditShardHead(shard)
+	for range 200 {
+		err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			h, err := tx.HMGet(ctx, reqKey, "hash", "agent").Result()
+			if err != nil {
+				return err
+			}
+			if h[0] != nil {
+				if h[0] == n.BodyHash && h[1] == n.Agent {
+					return errDuplicate
+				}
+				return ErrConflict
+			}
+			head, err := tx.Get(ctx, headKey).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			now := s.now()
+			ms := now.UnixMilli()
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				reqHead, _ := s.queueAudit(ctx, p, n.ID, now, chainHead{}, parseHead(head),
+					[]AuditEvent{{Event: "requested", Actor: "agent:" + n.Agent, Data: map[string]any{"channel": n.Channel}}})
+				fields := map[string]string{"id": n.ID, "agent": n.Agent, "status": string(aah.StatusPending),
+					"doc": string(n.Document), "hash": n.BodyHash, "channel": n.Channel, "response_url": n.ResponseURL,
+					"version": "1", "received_ms": strconv.FormatInt(ms, 10), "updated_ms": strconv.FormatInt(ms, 10),
+					"audit_head": reqHead.String()}
+				p.HSet(ctx, reqKey, fields)
+				rec = decodeRecord(fields) // exactly what Get will read back
+				p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobPost, n.ID)})
+				for _, idx := range []string{s.keys.statusIndex(shard, aah.StatusPending), s.keys.agentIndex(shard, n.Agent, ""),
+					s.keys.agentIndex(shard, n.Agent, aah.StatusPending)} {
+					p.ZAdd(ctx, idx, redis.Z{Score: float64(ms), Member: n.ID})
+				}
+				return nil
+			})
+			return err
+		}, reqKey, headKey)
+		switch {
+		case err == nil:
+			return rec, true, nil
+		case errors.Is(err, errDuplicate):
+			rec, err = s.Get(ctx, n.ID)
+			return rec, false, err
+		case errors.Is(err, ErrConflict):
+			return Record{}, false, ErrConflict
+		case errors.Is(err, redis.TxFailedErr):
+			continue // a concurrent create or audit write: look again
+		default:
+			return Record{}, false, fmt.Errorf("store: create request %s: %w", n.ID, err)
+		}
 	}
-	args := []any{n.BodyHash, n.Agent, now, jobID(JobPost, n.ID), n.ID,
-		"id", n.ID, "agent", n.Agent, "status", string(aah.StatusPending), "doc", string(n.Document),
-		"hash", n.BodyHash, "channel", n.Channel, "version", 1, "received_ms", now, "updated_ms", now}
-	res, err := createRequest.Run(ctx, s.rdb, keys, args...).Int()
-	if err != nil {
-		return Record{}, false, fmt.Errorf("store: create request %s: %w", n.ID, err)
-	}
-	switch res {
-	case 2:
-		return Record{}, false, ErrConflict
-	case 1:
-		rec, err = s.Get(ctx, n.ID)
-		return rec, false, err
-	}
-	// Created: the record is exactly what the script wrote.
-	at := fromMs(now)
-	return Record{ID: n.ID, Agent: n.Agent, Status: aah.StatusPending, Document: n.Document, BodyHash: n.BodyHash,
-		Channel: n.Channel, Version: 1, ReceivedAt: at, UpdatedAt: at}, true, nil
+	return Record{}, false, fmt.Errorf("store: create request %s: too much contention", n.ID)
 }
+
+var errDuplicate = errors.New("store: duplicate")
 
 // Get loads one request.
 func (s *Store) Get(ctx context.Context, id string) (Record, error) {
@@ -119,17 +162,19 @@ func (s *Store) Get(ctx context.Context, id string) (Record, error) {
 
 func decodeRecord(h map[string]string) Record {
 	num := func(f string) int64 { n, _ := strconv.ParseInt(h[f], 10, 64); return n }
-	return Record{
+	rec := Record{
 		ID:          h["id"],
 		Agent:       h["agent"],
 		Status:      aah.Status(h["status"]),
 		Document:    json.RawMessage(h["doc"]),
 		BodyHash:    h["hash"],
 		Channel:     h["channel"],
+		ResponseURL: h["response_url"],
 		Version:     num("version"),
 		ReceivedAt:  fromMs(num("received_ms")),
 		UpdatedAt:   fromMs(num("updated_ms")),
 		WithdrawnAt: fromMs(num("withdrawn_ms")),
+		ResolvedAt:  fromMs(num("resolved_ms")),
 		Mentions:    decodeList(h["mentions"]),
 		Slack: SlackState{
 			Channel:         h["slack_channel"],
@@ -140,66 +185,77 @@ func decodeRecord(h map[string]string) Record {
 			Error:           h["post_error"],
 			ErrorPermanent:  h["post_error_permanent"] == "1",
 		},
+		Delivery: decodeDelivery(h),
 	}
+	if r := h["response"]; r != "" {
+		rec.Response = json.RawMessage(r)
+	}
+	for k, v := range h {
+		if decisionID, ok := strings.CutPrefix(k, answerField); ok {
+			var a aah.Answer
+			if json.Unmarshal([]byte(v), &a) == nil {
+				if rec.Answers == nil {
+					rec.Answers = map[string]aah.Answer{}
+				}
+				rec.Answers[decisionID] = a
+			}
+		}
+	}
+	return rec
 }
 
-// Withdraw marks an open request withdrawn. Its message is scheduled for an
-// update (or its post cancelled if it was never posted). ErrNotOpen when the
-// request already left the open states.
+func decodeList(s string) []string {
+	var out []string
+	_ = json.Unmarshal([]byte(s), &out)
+	return out
+}
+
+// Withdraw marks an open request withdrawn on behalf of its agent. Its
+// message is scheduled for an update, or its post cancelled if it was never
+// posted. ErrNotOpen (with the record) when it already left the open states.
 func (s *Store) Withdraw(ctx context.Context, id string) (Record, error) {
-	return s.transition(ctx, id, aah.StatusWithdrawn, "withdrawn_ms")
-}
-
-// transition moves an open request to status to, retrying when the status
-// changes under it (compare-and-set), so concurrent changes are serialized.
-func (s *Store) transition(ctx context.Context, id string, to aah.Status, stampField string) (Record, error) {
-	for range 10 {
-		rec, err := s.Get(ctx, id)
-		if err != nil {
-			return Record{}, err
-		}
+	var closed Record
+	rec, err := s.Update(ctx, id, func(rec Record) (*Change, error) {
 		if !rec.Status.Open() {
-			return rec, ErrNotOpen
+			closed = rec
+			return nil, ErrNotOpen
 		}
-		shard := shardOf(id)
-		keys := []string{
-			s.keys.request(id),
-			s.keys.statusIndex(shard, rec.Status),
-			s.keys.statusIndex(shard, to),
-			s.keys.agentIndex(shard, rec.Agent, rec.Status),
-			s.keys.agentIndex(shard, rec.Agent, to),
-			s.keys.jobs(shard).due,
-			s.keys.jobs(shard).attempts,
+		ch := &Change{
+			Status: aah.StatusWithdrawn, Bump: true,
+			Set:   map[string]any{"withdrawn_ms": s.nowMs()},
+			Audit: []AuditEvent{{Event: "withdrawn", Actor: "agent:" + rec.Agent}},
 		}
-		res, err := transition.Run(ctx, s.rdb, keys, string(rec.Status), string(to), s.nowMs(), id,
-			jobID(JobPost, id), jobID(JobSync, id), stampField).StringSlice()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return Record{}, fmt.Errorf("store: %s request %s: %w", to, id, err)
+		if !rec.Posted() {
+			ch.Cancel = []string{jobID(JobPost, id)}
 		}
-		switch {
-		case len(res) > 0 && res[0] == "ok":
-			return s.Get(ctx, id)
-		case len(res) > 0 && res[0] == "missing":
-			return Record{}, ErrNotFound
-		}
-		// The status moved between our read and the script: read again.
+		return ch, nil
+	})
+	if errors.Is(err, ErrNotOpen) {
+		return closed, ErrNotOpen
 	}
-	return Record{}, fmt.Errorf("store: %s request %s: status kept changing", to, id)
+	return rec, err
 }
 
 // MarkPosted records the posted message. renderedVersion is the record
 // version the message shows; if the request changed since, a sync job is
 // scheduled so the message catches up.
 func (s *Store) MarkPosted(ctx context.Context, id, channel, ts string, renderedVersion int64) error {
-	keys := []string{s.keys.request(id), s.keys.jobs(shardOf(id)).due}
-	res, err := markPosted.Run(ctx, s.rdb, keys, channel, ts, s.nowMs(), renderedVersion, jobID(JobSync, id)).Int()
-	if err != nil {
+	_, err := s.Update(ctx, id, func(rec Record) (*Change, error) {
+		ch := &Change{
+			Set: map[string]any{"slack_channel": channel, "slack_ts": ts, "posted_ms": s.nowMs(),
+				"rendered_version": renderedVersion},
+			Del:   []string{"post_error", "post_error_permanent"},
+			Audit: []AuditEvent{{Event: "posted", Actor: "system", Data: map[string]any{"channel": channel, "ts": ts}}},
+		}
+		if rec.Version != renderedVersion {
+			ch.Jobs = []JobAt{{ID: jobID(JobSync, id), At: s.now()}}
+		}
+		return ch, nil
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("store: mark request %s posted: %w", id, err)
 	}
-	if res < 0 {
-		return ErrNotFound
-	}
-	return nil
+	return err
 }
 
 // MarkSynced records that the message now shows renderedVersion.
@@ -213,19 +269,18 @@ func (s *Store) SetPermalink(ctx context.Context, id, link string) error {
 }
 
 // RecordPostError notes why posting failed; permanent means the bot gave up,
-// and GET shows it either way.
+// which is audited. GET shows it either way.
 func (s *Store) RecordPostError(ctx context.Context, id, code string, permanent bool) error {
-	perm := "0"
-	if permanent {
-		perm = "1"
+	if !permanent {
+		return s.set(ctx, id, "record post error", "post_error", code, "post_error_permanent", "0", "updated_ms", s.nowMs())
 	}
-	return s.set(ctx, id, "record post error", "post_error", code, "post_error_permanent", perm, "updated_ms", s.nowMs())
-}
-
-func decodeList(s string) []string {
-	var out []string
-	_ = json.Unmarshal([]byte(s), &out)
-	return out
+	_, err := s.Update(ctx, id, func(Record) (*Change, error) {
+		return &Change{
+			Set:   map[string]any{"post_error": code, "post_error_permanent": "1"},
+			Audit: []AuditEvent{{Event: "post_failed", Actor: "system", Data: map[string]any{"error": code}}},
+		}, nil
+	})
+	return err
 }
 
 // SetMentions stores the resolved reviewer mentions.

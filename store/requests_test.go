@@ -205,6 +205,7 @@ func testMarkPosted(t *testing.T, newStore backend) {
 		}
 		want := rec
 		want.Slack = store.SlackState{Channel: "C0REAL", TS: "1700000000.000300", PostedAt: postedAt, RenderedVersion: 1}
+		want.UpdatedAt = postedAt // posting is a change of the record (and is audited)
 		got := f.mustGet(t, n.ID)
 		sameRecord(t, "Get after MarkPosted", got, want)
 		if !got.Posted() {

@@ -33,6 +33,9 @@ type Options struct {
 	DeadLetterCap int
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// AuditKey, when set, makes audit hashes HMAC-SHA256 under this key, so
+	// only a holder of the key can forge a consistent chain.
+	AuditKey []byte
 }
 
 // Store is approvalbot's Redis state. It is safe for concurrent use.
@@ -41,6 +44,7 @@ type Store struct {
 	keys    keys
 	deadCap int
 	now     func() time.Time
+	hasher  auditHasher
 }
 
 // New returns a Store over rdb, which may be a standalone, Sentinel or
@@ -54,6 +58,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Store, error) {
 		keys:    keys{prefix: cmp.Or(opts.Prefix, DefaultPrefix)},
 		deadCap: cmp.Or(opts.DeadLetterCap, 1000),
 		now:     opts.Now,
+		hasher:  auditHasher{key: opts.AuditKey},
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -62,11 +62,12 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		return
 	}
 	rec, created, err := a.opts.Store.Create(ctx, store.NewRequest{
-		ID:       req.Artifact.ID,
-		Agent:    agent,
-		Document: doc,
-		BodyHash: hash,
-		Channel:  cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
+		ID:          req.Artifact.ID,
+		Agent:       agent,
+		Document:    doc,
+		BodyHash:    hash,
+		Channel:     cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
+		ResponseURL: req.Handoff.ResponseURL,
 	})
 	switch {
 	case errors.Is(err, store.ErrConflict):

@@ -1,0 +1,124 @@
+package aah
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Person is a human who answered, identified by their Slack user id.
+type Person struct {
+	ID   string `json:"id"`   // Slack user id, e.g. U0ALICE
+	Name string `json:"name"` // display or real name when known
+}
+
+// AgentID is the person as an AAH source agent id: "human:<slack user id>".
+func (p Person) AgentID() string { return "human:" + p.ID }
+
+// Answer is one recorded answer to one decision.
+type Answer struct {
+	DecisionID string `json:"decision_id"`
+	// Value is typed by decision type: bool (approval), string (choice, text,
+	// date), []string (multi_choice), float64 (number). Nil while only a
+	// comment was given.
+	Value     any       `json:"value"`
+	Comment   string    `json:"comment,omitempty"`
+	By        Person    `json:"by"`
+	At        time.Time `json:"at"`
+	Defaulted bool      `json:"defaulted,omitempty"` // took the decision's default at resolution
+}
+
+// Answered reports whether the answer carries a value (not just a comment).
+func (a Answer) Answered() bool { return a.Value != nil }
+
+// UnmarshalJSON restores Value's type, which JSON alone loses ([]any, float64).
+func (a *Answer) UnmarshalJSON(b []byte) error {
+	type plain Answer
+	var raw struct {
+		plain
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*a = Answer(raw.plain)
+	a.Value = nil
+	if len(raw.Value) == 0 || string(raw.Value) == "null" {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw.Value, &v); err != nil {
+		return err
+	}
+	if list, ok := v.([]any); ok {
+		s := make([]string, 0, len(list))
+		for _, x := range list {
+			str, _ := x.(string)
+			s = append(s, str)
+		}
+		v = s
+	}
+	a.Value = v
+	return nil
+}
+
+// CheckAnswer validates a value for a decision: its type, its options and its
+// constraints. It returns the value normalised (dates as given, multi_choice
+// selections in option order).
+func CheckAnswer(d Decision, v any) (any, error) {
+	switch d.Type {
+	case TypeApproval:
+		if b, ok := v.(bool); ok {
+			return b, nil
+		}
+		return nil, fmt.Errorf("an approval is true or false")
+	case TypeChoice:
+		s, ok := v.(string)
+		if !ok || !hasOption(d, s) {
+			return nil, fmt.Errorf("%q is not one of the options", fmt.Sprint(v))
+		}
+		return s, nil
+	case TypeMultiChoice:
+		picked, ok := v.([]string)
+		if !ok {
+			return nil, fmt.Errorf("a multi_choice answer is a list of option values")
+		}
+		var out []string
+		for _, o := range d.Options {
+			if slices.Contains(picked, o.Value) {
+				out = append(out, o.Value)
+			}
+		}
+		if len(out) != len(picked) {
+			return nil, fmt.Errorf("the selection holds unknown or repeated options")
+		}
+		if err := CheckSelectionCount(d, len(out)); err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = []string{}
+		}
+		return out, nil
+	case TypeText:
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("a text answer is a string")
+		}
+		return s, CheckText(d, s)
+	case TypeNumber:
+		f, ok := v.(float64)
+		if !ok {
+			return nil, fmt.Errorf("a number answer is a number")
+		}
+		return f, CheckNumber(d, f)
+	case TypeDate:
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("a date answer is an ISO 8601 date")
+		}
+		_, err := ParseDateValue(s)
+		return s, err
+	}
+	return nil, fmt.Errorf("unknown decision type %q", d.Type)
+}

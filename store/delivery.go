@@ -1,0 +1,129 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Delivery states of a request's decision response.
+const (
+	DeliveryNone      = ""          // no response yet, or no response_url (the agent polls)
+	DeliveryPending   = "pending"   // scheduled, not attempted yet
+	DeliveryRetrying  = "retrying"  // an attempt failed; another is scheduled
+	DeliveryDelivered = "delivered" // the agent answered 2xx
+	DeliveryDead      = "dead"      // attempts exhausted; in the dead-letter list, can be redelivered
+	DeliveryGone      = "gone"      // the agent answered 410 Gone: never retried
+)
+
+// maxDeliveryLog caps the stored attempts of one request.
+const maxDeliveryLog = 100
+
+// DeliveryState is where the callback of a resolved request stands.
+type DeliveryState struct {
+	State         string
+	Attempts      int
+	LastError     string
+	DeliveredAt   time.Time
+	NextAttemptAt time.Time
+	// WebhookID is the Standard Webhooks message id, the same on every retry.
+	WebhookID string
+}
+
+// DeliveryAttempt is one POST of the response to the agent.
+type DeliveryAttempt struct {
+	N          int       `json:"n"`
+	At         time.Time `json:"at"`
+	URL        string    `json:"url"`
+	Status     int       `json:"status,omitempty"` // HTTP status, 0 when none arrived
+	Error      string    `json:"error,omitempty"`
+	DurationMs int64     `json:"duration_ms"`
+	// NextAttemptAt is when the next attempt is due, if one is.
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+}
+
+func decodeDelivery(h map[string]string) DeliveryState {
+	num := func(f string) int64 { n, _ := strconv.ParseInt(h[f], 10, 64); return n }
+	return DeliveryState{
+		State:         h["delivery_state"],
+		Attempts:      int(num("delivery_attempts")),
+		LastError:     h["delivery_error"],
+		DeliveredAt:   fromMs(num("delivered_ms")),
+		NextAttemptAt: fromMs(num("delivery_next_ms")),
+		WebhookID:     h["webhook_id"],
+	}
+}
+
+// RecordDeliveryAttempt stores an attempt and the state it leads to
+// (DeliveryDelivered, DeliveryRetrying, DeliveryDead or DeliveryGone), with
+// its audit entry, atomically.
+func (s *Store) RecordDeliveryAttempt(ctx context.Context, id string, a DeliveryAttempt, state string) error {
+	event := map[string]string{
+		DeliveryDelivered: "delivery_succeeded", DeliveryRetrying: "delivery_attempted",
+		DeliveryDead: "delivery_dead_lettered", DeliveryGone: "delivery_gone",
+	}[state]
+	if event == "" {
+		return fmt.Errorf("store: record delivery of %s: unknown state %q", id, state)
+	}
+	_, err := s.Update(ctx, id, func(Record) (*Change, error) {
+		set := map[string]any{"delivery_state": state, "delivery_attempts": a.N, "delivery_error": a.Error}
+		var del []string
+		if a.NextAttemptAt != nil {
+			set["delivery_next_ms"] = a.NextAttemptAt.UnixMilli()
+		} else {
+			del = append(del, "delivery_next_ms")
+		}
+		if state == DeliveryDelivered {
+			set["delivered_ms"] = a.At.UnixMilli()
+		}
+		data := map[string]any{"attempt": a.N, "status": a.Status}
+		if a.Error != "" {
+			data["error"] = a.Error
+		}
+		return &Change{Set: set, Del: del, Audit: []AuditEvent{{Event: event, Actor: "system", Data: data}},
+			Push: []Push{{Key: s.keys.deliveries(id), Value: mustJSON(a), Cap: maxDeliveryLog}}}, nil
+	})
+	return err
+}
+
+// Deliveries lists a request's delivery attempts, oldest first.
+func (s *Store) Deliveries(ctx context.Context, id string) ([]DeliveryAttempt, error) {
+	raw, err := s.rdb.LRange(ctx, s.keys.deliveries(id), 0, -1).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("store: deliveries of %s: %w", id, err)
+	}
+	out := make([]DeliveryAttempt, 0, len(raw))
+	for _, r := range raw {
+		var a DeliveryAttempt
+		if json.Unmarshal([]byte(r), &a) == nil {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// ErrNothingToDeliver means a redelivery was asked for a request that has no
+// response or no response_url.
+var ErrNothingToDeliver = errors.New("store: the request has no response to deliver")
+
+// Redeliver schedules the response's delivery again now, whatever its state
+// (an agent may have lost a delivered response, or fixed its endpoint after
+// the retries ran out). Attempt numbers continue; the webhook id stays.
+func (s *Store) Redeliver(ctx context.Context, id, actor string) (Record, error) {
+	return s.Update(ctx, id, func(rec Record) (*Change, error) {
+		if len(rec.Response) == 0 || rec.ResponseURL == "" {
+			return nil, ErrNothingToDeliver
+		}
+		return &Change{
+			Set:   map[string]any{"delivery_state": DeliveryPending},
+			Del:   []string{"delivery_next_ms"},
+			Jobs:  []JobAt{{ID: jobID(JobDeliver, id), At: s.now()}},
+			Audit: []AuditEvent{{Event: "redelivery_requested", Actor: actor}},
+		}, nil
+	})
+}

@@ -1,0 +1,184 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/redis/go-redis/v9"
+)
+
+// Change is what one update of a request writes. Update applies all of it in
+// one MULTI/EXEC, or none of it: the fields, the answers, the status move
+// between indexes, the jobs, and the audit entries.
+type Change struct {
+	Set     map[string]any // request hash fields to set
+	Del     []string       // request hash fields to delete
+	Answers []aah.Answer   // replace the stored answer of each decision
+	Status  aah.Status     // the new status; "" keeps the current one
+	// Bump says the Slack message must show this change: the version goes up
+	// and, when the message exists, a sync job is scheduled.
+	Bump   bool
+	Jobs   []JobAt      // jobs to schedule
+	Cancel []string     // job ids to unschedule (e.g. a post nobody needs)
+	Audit  []AuditEvent // appended to the request's and the shard's chains
+	Push   []Push       // entries appended to the request's other lists
+}
+
+// Push appends to a list of the request's shard, keeping its last Cap entries.
+type Push struct {
+	Key   string
+	Value string
+	Cap   int64
+}
+
+// JobAt schedules a job.
+type JobAt struct {
+	ID string
+	At time.Time
+}
+
+// JobID names a job of a kind for a request.
+func JobID(kind, requestID string) string { return jobID(kind, requestID) }
+
+// Update reads a request, lets decide say what changes, and applies the
+// change atomically. It runs optimistically: the request and its shard's
+// audit head are WATCHed, and if either changes before EXEC, decide runs
+// again on the fresh state. decide may return (nil, nil) for "nothing to do";
+// its errors are returned as they are. Update returns the record as written.
+func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Change, error)) (Record, error) {
+	if !aah.ValidRequestID(id) {
+		return Record{}, ErrNotFound
+	}
+	reqKey, headKey := s.keys.request(id), s.keys.auditShardHead(shardOf(id))
+	for attempt := range 200 {
+		var out Record
+		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			h, err := tx.HGetAll(ctx, reqKey).Result()
+			if err != nil {
+				return err
+			}
+			if len(h) == 0 {
+				return ErrNotFound
+			}
+			head, err := tx.Get(ctx, headKey).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			rec := decodeRecord(h)
+			ch, err := decide(rec)
+			if err != nil {
+				return err
+			}
+			if ch == nil {
+				out = rec
+				return errNoChange
+			}
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				s.queueChange(ctx, p, rec, parseHead(h["audit_head"]), parseHead(head), ch)
+				return nil
+			})
+			return err
+		}, reqKey, headKey)
+		switch {
+		case err == nil:
+			s.publishChange(ctx, id)
+			return s.Get(ctx, id)
+		case errors.Is(err, errNoChange):
+			return out, nil
+		case errors.Is(err, redis.TxFailedErr):
+			// Someone else changed the request or the shard's chain: back off
+			// a little (more as contention grows) and decide again.
+			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) * int64(min(attempt+1, 20)))))
+			continue
+		default:
+			return Record{}, err
+		}
+	}
+	return Record{}, fmt.Errorf("store: update %s: too much contention", id)
+}
+
+// queueChange queues ch on a MULTI pipeline; reqHead and shardHead are the
+// audit chain heads read under WATCH.
+func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, reqHead, shardHead chainHead, ch *Change) {
+	now := s.now()
+	key := s.keys.request(rec.ID)
+	shard := shardOf(rec.ID)
+	fields := []any{"updated_ms", now.UnixMilli()}
+	for k, v := range ch.Set {
+		fields = append(fields, k, v)
+	}
+	for _, a := range ch.Answers {
+		fields = append(fields, answerField+a.DecisionID, mustJSON(a))
+	}
+	if ch.Status != "" && ch.Status != rec.Status {
+		fields = append(fields, "status", string(ch.Status))
+		score := float64(rec.ReceivedAt.UnixMilli())
+		p.ZRem(ctx, s.keys.statusIndex(shard, rec.Status), rec.ID)
+		p.ZAdd(ctx, s.keys.statusIndex(shard, ch.Status), redis.Z{Score: score, Member: rec.ID})
+		p.ZRem(ctx, s.keys.agentIndex(shard, rec.Agent, rec.Status), rec.ID)
+		p.ZAdd(ctx, s.keys.agentIndex(shard, rec.Agent, ch.Status), redis.Z{Score: score, Member: rec.ID})
+	}
+	jobs := s.keys.jobs(shard)
+	if ch.Bump {
+		fields = append(fields, "version", rec.Version+1)
+		if rec.Posted() {
+			ch.Jobs = append(ch.Jobs, JobAt{ID: jobID(JobSync, rec.ID), At: now})
+		}
+	}
+	if len(ch.Audit) > 0 {
+		reqHead, _ = s.queueAudit(ctx, p, rec.ID, now, reqHead, shardHead, ch.Audit)
+		fields = append(fields, "audit_head", reqHead.String())
+	}
+	p.HSet(ctx, key, fields...)
+	if len(ch.Del) > 0 {
+		p.HDel(ctx, key, ch.Del...)
+	}
+	for _, j := range ch.Jobs {
+		p.ZAdd(ctx, jobs.due, redis.Z{Score: float64(j.At.UnixMilli()), Member: j.ID})
+	}
+	for _, push := range ch.Push {
+		p.RPush(ctx, push.Key, push.Value)
+		p.LTrim(ctx, push.Key, -push.Cap, -1)
+	}
+	for _, id := range ch.Cancel {
+		p.ZRem(ctx, jobs.due, id)
+		p.HDel(ctx, jobs.attempts, id)
+	}
+}
+
+// publishChange tells every process's waiters (long polls) that a request
+// changed. Best effort: waiters also time out and re-read.
+func (s *Store) publishChange(ctx context.Context, id string) {
+	_ = s.rdb.Publish(ctx, s.keys.changes(), id).Err()
+}
+
+// SubscribeChanges delivers the id of every request that changes, from any
+// process, until ctx ends. One subscription serves a whole process.
+func (s *Store) SubscribeChanges(ctx context.Context) <-chan string {
+	sub := s.rdb.Subscribe(ctx, s.keys.changes())
+	out := make(chan string, 256)
+	go func() {
+		defer close(out)
+		defer sub.Close()
+		ch := sub.Channel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m, ok := <-ch:
+				if !ok {
+					return
+				}
+				select {
+				case out <- m.Payload:
+				default: // a slow consumer misses a wake-up, never blocks the others
+				}
+			}
+		}
+	}()
+	return out
+}
