@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,7 +33,9 @@ type Config struct {
 	IntakeTokens       string `envconfig:"INTAKE_TOKENS"`
 	IntakeMaxBodyBytes int64  `envconfig:"INTAKE_MAX_BODY_BYTES" default:"1048576"`
 
-	CallbackAllowPrivate bool `envconfig:"CALLBACK_ALLOW_PRIVATE" default:"false"`
+	CallbackAllowPrivate bool   `envconfig:"CALLBACK_ALLOW_PRIVATE" default:"false"`
+	CallbackSecret       string `envconfig:"CALLBACK_SECRET"`
+	AuditKey             string `envconfig:"AUDIT_KEY"`
 
 	WorkerConcurrency int           `envconfig:"WORKER_CONCURRENCY" default:"4"`
 	JobLease          time.Duration `envconfig:"JOB_LEASE" default:"60s"`
@@ -46,6 +49,10 @@ type Config struct {
 // LocalDefaultChannel is where local mode posts when no channel is configured.
 const LocalDefaultChannel = "#approvals"
 
+// LocalCallbackSecret signs callbacks in local mode when CALLBACK_SECRET is
+// unset. It is public (it is in the README): never use it in production.
+const LocalCallbackSecret = "whsec_YXBwcm92YWxib3QtbG9jYWwtZGV2ZWxvcG1lbnQ="
+
 // LoadConfig reads the environment, applies local-mode defaults, and
 // validates everything, reporting every problem at once.
 func LoadConfig() (Config, error) {
@@ -56,6 +63,9 @@ func LoadConfig() (Config, error) {
 	if c.LocalMode() {
 		if c.SlackDefaultChannel == "" {
 			c.SlackDefaultChannel = LocalDefaultChannel
+		}
+		if c.CallbackSecret == "" {
+			c.CallbackSecret = LocalCallbackSecret
 		}
 		c.CallbackAllowPrivate = true
 	}
@@ -96,6 +106,12 @@ func (c *Config) validate() error {
 		if c.IntakeTokens == "" {
 			add("INTAKE_TOKENS is required with SLACK_BOT_TOKEN: agents must authenticate (name:token,...)")
 		}
+		if c.CallbackSecret == "" {
+			add("CALLBACK_SECRET is required with SLACK_BOT_TOKEN: decision responses are signed with it (whsec_<base64>)")
+		}
+		if c.CallbackSecret == LocalCallbackSecret {
+			add("CALLBACK_SECRET is the public local-mode secret; generate your own for production")
+		}
 	}
 	if u, err := url.Parse(c.SlackAPIURL); err != nil || !u.IsAbs() || !strings.HasSuffix(u.Path, "/") {
 		add("SLACK_API_URL must be an absolute URL ending in /, e.g. https://slack.com/api/")
@@ -111,6 +127,9 @@ func (c *Config) validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		add("LOG_FORMAT must be text or json, got %q", c.LogFormat)
+	}
+	if c.CallbackSecret != "" && !validWebhookSecret(c.CallbackSecret) {
+		add("CALLBACK_SECRET must be whsec_ followed by base64 of at least 24 random bytes")
 	}
 	if c.IntakeMaxBodyBytes < 1024 {
 		add("INTAKE_MAX_BODY_BYTES must be at least 1024")
@@ -148,4 +167,14 @@ func (c Config) WithTokens(spec string) (Config, error) {
 	}
 	c.IntakeTokens, c.tokens = spec, tokens
 	return c, nil
+}
+
+// validWebhookSecret checks the Standard Webhooks secret format.
+func validWebhookSecret(s string) bool {
+	raw, ok := strings.CutPrefix(s, "whsec_")
+	if !ok {
+		return false
+	}
+	b, err := base64.StdEncoding.DecodeString(raw)
+	return err == nil && len(b) >= 24
 }

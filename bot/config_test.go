@@ -33,7 +33,8 @@ func TestConfigProductionNeedsSecrets(t *testing.T) {
 	if err == nil {
 		t.Fatal("a user token without a signing secret or intake tokens was accepted")
 	}
-	for _, want := range []string{"SLACK_BOT_TOKEN must be a bot token", "SLACK_SIGNING_SECRET is required", "INTAKE_TOKENS is required"} {
+	for _, want := range []string{"SLACK_BOT_TOKEN must be a bot token", "SLACK_SIGNING_SECRET is required",
+		"INTAKE_TOKENS is required", "CALLBACK_SECRET is required"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
@@ -71,6 +72,7 @@ func TestConfigProduction(t *testing.T) {
 	t.Setenv("SLACK_SIGNING_SECRET", "secret")
 	t.Setenv("INTAKE_TOKENS", "planner:0123456789abcdef0123, release-bot:fedcba9876543210fedc")
 	t.Setenv("REDIS_URL", "redis://127.0.0.1:6379/0")
+	t.Setenv("CALLBACK_SECRET", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
 	cfg, err := bot.LoadConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +86,7 @@ func clearEnv(t *testing.T) {
 	for _, k := range []string{"LISTEN_ADDR", "REDIS_URL", "REDIS_PREFIX", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET",
 		"SLACK_API_URL", "SLACK_DEFAULT_CHANNEL", "SLACK_POST_INTERVAL", "INTAKE_TOKENS", "INTAKE_MAX_BODY_BYTES",
 		"CALLBACK_ALLOW_PRIVATE", "WORKER_CONCURRENCY", "JOB_LEASE", "JOB_MAX_ATTEMPTS", "JOB_POLL_INTERVAL",
-		"SHUTDOWN_TIMEOUT", "LOG_LEVEL", "LOG_FORMAT"} {
+		"SHUTDOWN_TIMEOUT", "LOG_LEVEL", "LOG_FORMAT", "CALLBACK_SECRET", "AUDIT_KEY"} {
 		t.Setenv(k, "") // restores the original value after the test
 		_ = os.Unsetenv(k)
 	}

@@ -61,8 +61,14 @@ func decodeDelivery(h map[string]string) DeliveryState {
 
 // RecordDeliveryAttempt stores an attempt and the state it leads to
 // (DeliveryDelivered, DeliveryRetrying, DeliveryDead or DeliveryGone), with
-// its audit entry, atomically.
+// its audit entry, atomically. A retrying attempt must carry NextAttemptAt:
+// the next deliver job is scheduled then, in the same transaction, so a crash
+// between the two cannot lose it. A dead delivery also goes to the shard's
+// dead-letter list.
 func (s *Store) RecordDeliveryAttempt(ctx context.Context, id string, a DeliveryAttempt, state string) error {
+	if state == DeliveryRetrying && a.NextAttemptAt == nil {
+		return fmt.Errorf("store: record delivery of %s: a retrying attempt needs NextAttemptAt", id)
+	}
 	event := map[string]string{
 		DeliveryDelivered: "delivery_succeeded", DeliveryRetrying: "delivery_attempted",
 		DeliveryDead: "delivery_dead_lettered", DeliveryGone: "delivery_gone",
@@ -85,8 +91,16 @@ func (s *Store) RecordDeliveryAttempt(ctx context.Context, id string, a Delivery
 		if a.Error != "" {
 			data["error"] = a.Error
 		}
-		return &Change{Set: set, Del: del, Audit: []AuditEvent{{Event: event, Actor: "system", Data: data}},
-			Push: []Push{{Key: s.keys.deliveries(id), Value: mustJSON(a), Cap: maxDeliveryLog}}}, nil
+		ch := &Change{Set: set, Del: del, Audit: []AuditEvent{{Event: event, Actor: "system", Data: data}},
+			Push: []Push{{Key: s.keys.deliveries(id), Value: mustJSON(a), Cap: maxDeliveryLog}}}
+		switch state {
+		case DeliveryRetrying:
+			ch.Jobs = []JobAt{{ID: jobID(JobDeliver, id), At: *a.NextAttemptAt}}
+		case DeliveryDead:
+			ch.Push = append(ch.Push, Push{Key: s.keys.jobs(shardOf(id)).dead, Cap: int64(s.deadCap),
+				Value: mustJSON(DeadJob{ID: jobID(JobDeliver, id), Attempts: a.N, Error: a.Error, DiedAt: a.At.UTC()})})
+		}
+		return ch, nil
 	})
 	return err
 }
