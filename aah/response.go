@@ -1,0 +1,456 @@
+package aah
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// The overall_status values of a decision response (spec §5).
+const (
+	OverallAllApproved = "all_approved"
+	OverallPartial     = "partial"
+	OverallAllRejected = "all_rejected"
+	OverallPending     = "pending"
+)
+
+// How a request ended, for ResponseOptions.Outcome.
+const (
+	OutcomeResolved = "resolved" // every required decision was answered (the default)
+	OutcomeExpired  = "expired"  // the deadline passed; nothing was decided
+)
+
+// The source of a response nobody resolved by hand (an expired request).
+const (
+	SystemAgentID   = "system:approvalbot"
+	SystemAgentName = "approvalbot"
+)
+
+// MaxSummaryLength bounds data.summary, in characters.
+const MaxSummaryLength = 1000
+
+// ResponseOptions are what BuildResponse cannot read from the request and
+// its answers.
+type ResponseOptions struct {
+	// ID is the artifact id of the response; the caller generates it,
+	// e.g. "aah_decision_resp_<uuid>".
+	ID string
+	// CreatedAt is when the request resolved. It is written in UTC to the
+	// second; zero means now.
+	CreatedAt time.Time
+	// ResolvedBy is the human whose action resolved the request (the
+	// response's source). The zero Person means the system resolved it
+	// (a deadline), and the source is "system:approvalbot".
+	ResolvedBy Person
+	// Outcome is OutcomeResolved (also when empty) or OutcomeExpired. Any
+	// other value counts as resolved.
+	Outcome string
+}
+
+// Response is a decision/response artifact (spec §4–5). Its JSON encoding,
+// JSON(), is the artifact approvalbot stores and sends.
+type Response struct {
+	AAHVersion string          `json:"aah_version"`
+	Artifact   Artifact        `json:"artifact"`
+	Source     Source          `json:"source"`
+	Content    ResponseContent `json:"content"`
+	Handoff    ResponseHandoff `json:"handoff"`
+	Lifecycle  Lifecycle       `json:"lifecycle"`
+}
+
+// ResponseContent is the content section of a response.
+type ResponseContent struct {
+	MediaType string       `json:"media_type"`
+	Body      ResponseBody `json:"body"`
+}
+
+// ResponseBody is content.body of a response.
+type ResponseBody struct {
+	Schema string       `json:"schema"`
+	Data   ResponseData `json:"data"`
+}
+
+// ResponseData is content.body.data of a response (spec §5).
+type ResponseData struct {
+	RequestID     string           `json:"request_id"`
+	Responses     []DecisionAnswer `json:"responses"`
+	OverallStatus string           `json:"overall_status"` // see OverallStatus
+	Summary       string           `json:"summary"`
+}
+
+// DecisionAnswer is one entry of data.responses: the answer to one decision.
+// Exactly one of Approved, Selected and Value is set for an answered
+// decision, by the decision's type; none for an unanswered one, which has
+// Answered set to false instead.
+type DecisionAnswer struct {
+	DecisionID string `json:"decision_id"`
+	// Approved is the answer to an approval.
+	Approved *bool `json:"approved,omitempty"`
+	// Selected is a string (choice) or []string (multi_choice).
+	Selected any `json:"selected,omitempty"`
+	// Value is a string (text; date, ISO 8601 as answered) or a float64 (number).
+	Value any `json:"value,omitempty"`
+	// Comment is the rationale; nil encodes as null.
+	Comment *string `json:"comment"`
+	// DecidedAt is when a person gave the answer (UTC, to the second).
+	DecidedAt time.Time `json:"decided_at,omitzero"`
+	// DecidedBy names the person, only when more than one person answered
+	// decisions of this request.
+	DecidedBy *Person `json:"decided_by,omitempty"`
+	// Defaulted says nobody answered and the decision took its default.
+	Defaulted bool `json:"defaulted,omitempty"`
+	// Answered is false for a decision nobody answered that has no default.
+	Answered *bool `json:"answered,omitempty"`
+}
+
+// ResponseHandoff links the response to its request and the requesting agent.
+type ResponseHandoff struct {
+	ParentArtifactIDs []string `json:"parent_artifact_ids"`
+	TargetAgent       string   `json:"target_agent"`
+}
+
+// JSON is the canonical encoding of the response: the bytes approvalbot
+// stores and sends, never re-encoded later. It is deterministic (the same
+// Response always encodes to the same bytes) and does not escape <, > and &.
+func (r *Response) JSON() []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		// BuildResponse only stores booleans, strings, string lists and
+		// finite numbers; a hand-made Response holding anything else is a
+		// programming error.
+		panic(fmt.Sprintf("aah: encode decision response: %v", err))
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// BuildResponse builds the decision/response artifact for a request and its
+// answers (keyed by decision id). Answers the caller recorded for the
+// decisions' defaults carry Answer.Defaulted; answers without a value
+// (comment only) count as unanswered, as do values whose Go type does not fit
+// the decision's type (see Answer.Value). Answers to decisions the request
+// does not hold are ignored.
+func BuildResponse(req *Request, answers map[string]Answer, opts ResponseOptions) *Response {
+	created := opts.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	resp := &Response{
+		AAHVersion: req.AAHVersion,
+		Artifact: Artifact{
+			ID:        opts.ID,
+			Type:      ArtifactTypeResponse,
+			Title:     "Response: " + req.Artifact.Title,
+			CreatedAt: stamp(created),
+		},
+		Source:    Source{AgentID: SystemAgentID, AgentName: SystemAgentName},
+		Content:   ResponseContent{MediaType: MediaTypeResponse, Body: ResponseBody{Schema: SchemaResponse}},
+		Handoff:   ResponseHandoff{ParentArtifactIDs: []string{req.Artifact.ID}, TargetAgent: req.Source.AgentID},
+		Lifecycle: Lifecycle{Status: "final"},
+	}
+	if p := opts.ResolvedBy; p.ID != "" {
+		name := p.Name
+		if name == "" {
+			name = p.ID
+		}
+		resp.Source = Source{AgentID: p.AgentID(), AgentName: name}
+	}
+
+	people := map[string]bool{}
+	for _, d := range req.Data.Decisions {
+		if a, ok := answers[d.ID]; ok && !a.Defaulted && a.By.ID != "" && answerValue(d, a) != nil {
+			people[a.By.ID] = true
+		}
+	}
+	data := &resp.Content.Body.Data
+	data.RequestID = req.Artifact.ID
+	data.Responses = make([]DecisionAnswer, 0, len(req.Data.Decisions))
+	for _, d := range req.Data.Decisions {
+		data.Responses = append(data.Responses, decisionAnswer(d, answers[d.ID], len(people) > 1))
+	}
+	data.OverallStatus = OverallStatus(req, answers, opts.Outcome)
+	data.Summary = Summary(req, answers, opts.Outcome)
+	return resp
+}
+
+func decisionAnswer(d Decision, a Answer, namePeople bool) DecisionAnswer {
+	out := DecisionAnswer{DecisionID: d.ID}
+	if c := strings.TrimSpace(a.Comment); c != "" {
+		out.Comment = &a.Comment
+	}
+	v := answerValue(d, a)
+	switch {
+	case v == nil:
+		no := false
+		out.Answered = &no
+		return out
+	case d.Type == TypeApproval:
+		b := v.(bool)
+		out.Approved = &b
+	case d.Type == TypeChoice || d.Type == TypeMultiChoice:
+		out.Selected = v
+	default:
+		out.Value = v
+	}
+	if a.Defaulted {
+		out.Defaulted = true
+		return out
+	}
+	if !a.At.IsZero() {
+		out.DecidedAt = stamp(a.At)
+	}
+	if namePeople && a.By.ID != "" {
+		by := a.By
+		out.DecidedBy = &by
+	}
+	return out
+}
+
+// stamp is a time as the response writes it: UTC, to the second.
+func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
+
+// answerValue is the answer's value typed for the decision (see
+// Answer.Value), or nil when it has none that fits.
+func answerValue(d Decision, a Answer) any {
+	switch v := a.Value.(type) {
+	case bool:
+		if d.Type == TypeApproval {
+			return v
+		}
+	case string:
+		if d.Type == TypeChoice || d.Type == TypeText || d.Type == TypeDate {
+			return v
+		}
+	case []string:
+		if d.Type == TypeMultiChoice {
+			if v == nil {
+				v = []string{}
+			}
+			return v
+		}
+	case []any:
+		if d.Type == TypeMultiChoice {
+			out := make([]string, 0, len(v))
+			for _, x := range v {
+				s, ok := x.(string)
+				if !ok {
+					return nil
+				}
+				out = append(out, s)
+			}
+			return out
+		}
+	case float64:
+		if d.Type == TypeNumber && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			return v
+		}
+	case json.Number:
+		if f, err := v.Float64(); err == nil && d.Type == TypeNumber && !math.IsInf(f, 0) {
+			return f
+		}
+	case int:
+		if d.Type == TypeNumber {
+			return float64(v)
+		}
+	}
+	return nil
+}
+
+// OverallStatus is data.overall_status of the response to req:
+//
+//   - "pending" when the request expired (outcome "expired": nothing was
+//     decided), or when any required decision has no value;
+//   - otherwise it looks only at the approval decisions that have a value
+//     (answered or defaulted): "all_approved" when every one is approved,
+//     "all_rejected" when every one is rejected, "partial" when some are
+//     approved and some rejected. Choice, multi_choice, text, number and date
+//     decisions count neither for nor against. A request without any
+//     answered approval decision is "all_approved": nothing was rejected.
+func OverallStatus(req *Request, answers map[string]Answer, outcome string) string {
+	if outcome == OutcomeExpired {
+		return OverallPending
+	}
+	approved, rejected := 0, 0
+	for _, d := range req.Data.Decisions {
+		v := answerValue(d, answers[d.ID])
+		if v == nil {
+			if d.Required {
+				return OverallPending
+			}
+			continue
+		}
+		if b, ok := v.(bool); ok {
+			if b {
+				approved++
+			} else {
+				rejected++
+			}
+		}
+	}
+	switch {
+	case rejected == 0:
+		return OverallAllApproved
+	case approved == 0:
+		return OverallAllRejected
+	}
+	return OverallPartial
+}
+
+// summaryItem is one decision in the summary.
+type summaryItem struct {
+	group  int    // groupApproved, groupRejected or groupOther
+	prompt string // the decision's prompt
+	value  string // groupOther: the answer as words
+	notes  []string
+}
+
+const (
+	groupApproved = iota
+	groupRejected
+	groupOther
+)
+
+// Summary is data.summary: a deterministic one-paragraph English summary of
+// the answers, at most MaxSummaryLength characters. It lists the approved
+// prompts, the rejected prompts with their comments in parentheses, then
+// every other decision as "<prompt>: <answer>"; answers that took the
+// decision's default are marked "(default)" and decisions nobody answered
+// read "<prompt>: no answer". An expired request's summary starts with
+// "Expired before it was resolved." Long prompts, answers and comments are
+// shortened with "…" to keep within the bound.
+func Summary(req *Request, answers map[string]Answer, outcome string) string {
+	items := make([]summaryItem, 0, len(req.Data.Decisions))
+	for _, d := range req.Data.Decisions {
+		a := answers[d.ID]
+		it := summaryItem{group: groupOther, prompt: oneLine(d.Prompt)}
+		v := answerValue(d, a)
+		if a.Defaulted && v != nil {
+			it.notes = append(it.notes, "default")
+		}
+		switch x := v.(type) {
+		case nil:
+			it.value = "no answer"
+			it.notes = nil
+		case bool:
+			it.group = groupApproved
+			if !x {
+				it.group = groupRejected
+				if c := oneLine(a.Comment); c != "" {
+					it.notes = append(it.notes, c)
+				}
+			}
+		default:
+			it.value = valueWords(d, v)
+		}
+		items = append(items, it)
+	}
+	prefix := ""
+	if outcome == OutcomeExpired {
+		prefix = "Expired before it was resolved."
+	}
+	// Shorten every prompt, answer and comment to ever fewer characters
+	// until the whole fits; as a last resort cut the paragraph itself.
+	for _, limit := range []int{0, 200, 150, 120, 100, 80, 64, 48, 40, 32, 24, 16, 12, 8} {
+		if s := renderSummary(prefix, items, limit); utf8.RuneCountInString(s) <= MaxSummaryLength {
+			return s
+		}
+	}
+	return shorten(renderSummary(prefix, items, 8), MaxSummaryLength)
+}
+
+func renderSummary(prefix string, items []summaryItem, limit int) string {
+	cut := func(s string) string { return shorten(s, limit) }
+	withNotes := func(it summaryItem) string {
+		s := cut(it.prompt)
+		if len(it.notes) > 0 {
+			notes := make([]string, len(it.notes))
+			for i, n := range it.notes {
+				notes[i] = cut(n)
+			}
+			s += " (" + strings.Join(notes, "; ") + ")"
+		}
+		return s
+	}
+	var sentences []string
+	if prefix != "" {
+		sentences = append(sentences, prefix)
+	}
+	for _, g := range []struct {
+		group int
+		label string
+	}{{groupApproved, "Approved: "}, {groupRejected, "Rejected: "}} {
+		var list []string
+		for _, it := range items {
+			if it.group == g.group {
+				list = append(list, withNotes(it))
+			}
+		}
+		if len(list) > 0 {
+			sentences = append(sentences, sentence(g.label+strings.Join(list, ", ")))
+		}
+	}
+	for _, it := range items {
+		if it.group == groupOther {
+			s := strings.TrimSuffix(cut(it.prompt), ":") + ": " + cut(it.value)
+			if len(it.notes) > 0 {
+				s += " (" + strings.Join(it.notes, "; ") + ")"
+			}
+			sentences = append(sentences, sentence(s))
+		}
+	}
+	return strings.Join(sentences, " ")
+}
+
+// valueWords is an answer as the summary writes it: option labels for
+// choices, the number as JSON writes it, text in quotes, a date as given.
+func valueWords(d Decision, v any) string {
+	switch x := v.(type) {
+	case []string:
+		if len(x) == 0 {
+			return "none"
+		}
+		labels := make([]string, len(x))
+		for i, s := range x {
+			labels[i] = oneLine(d.OptionLabel(s))
+		}
+		return strings.Join(labels, ", ")
+	case float64:
+		b, _ := json.Marshal(x)
+		return string(b)
+	case string:
+		switch d.Type {
+		case TypeChoice:
+			return oneLine(d.OptionLabel(x))
+		case TypeText:
+			return `"` + oneLine(x) + `"`
+		}
+		return oneLine(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// sentence ends s with a full stop unless it already ends with one.
+func sentence(s string) string {
+	if strings.HasSuffix(s, ".") {
+		return s
+	}
+	return s + "."
+}
+
+// oneLine collapses runs of white space (newlines included) to one space.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// shorten cuts s to at most limit characters, ending it with "…" when cut;
+// limit 0 means no limit.
+func shorten(s string, limit int) string {
+	if limit <= 0 || utf8.RuneCountInString(s) <= limit {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimRight(string(r[:limit-1]), " ") + "…"
+}
