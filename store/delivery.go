@@ -33,6 +33,9 @@ type DeliveryState struct {
 	NextAttemptAt time.Time
 	// WebhookID is the Standard Webhooks message id, the same on every retry.
 	WebhookID string
+	// RoundStart is how many attempts came before the current round of
+	// retries: a redelivery starts a new round with the whole schedule.
+	RoundStart int
 }
 
 // DeliveryAttempt is one POST of the response to the agent.
@@ -56,6 +59,7 @@ func decodeDelivery(h map[string]string) DeliveryState {
 		DeliveredAt:   fromMs(num("delivered_ms")),
 		NextAttemptAt: fromMs(num("delivery_next_ms")),
 		WebhookID:     h["webhook_id"],
+		RoundStart:    int(num("delivery_round_start")),
 	}
 }
 
@@ -127,14 +131,15 @@ var ErrNothingToDeliver = errors.New("store: the request has no response to deli
 
 // Redeliver schedules the response's delivery again now, whatever its state
 // (an agent may have lost a delivered response, or fixed its endpoint after
-// the retries ran out). Attempt numbers continue; the webhook id stays.
+// the retries ran out), with a fresh round of the retry schedule. Attempt
+// numbers continue; the webhook id stays.
 func (s *Store) Redeliver(ctx context.Context, id, actor string) (Record, error) {
 	return s.Update(ctx, id, func(rec Record) (*Change, error) {
 		if len(rec.Response) == 0 || rec.ResponseURL == "" {
 			return nil, ErrNothingToDeliver
 		}
 		return &Change{
-			Set:   map[string]any{"delivery_state": DeliveryPending},
+			Set:   map[string]any{"delivery_state": DeliveryPending, "delivery_round_start": rec.Delivery.Attempts},
 			Del:   []string{"delivery_next_ms"},
 			Jobs:  []JobAt{{ID: jobID(JobDeliver, id), At: s.now()}},
 			Audit: []AuditEvent{{Event: "redelivery_requested", Actor: actor}},

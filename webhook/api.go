@@ -1,6 +1,7 @@
 // Package webhook is approvalbot's HTTP API for agents: the intake webhook
-// that accepts decision/request artifacts, and the endpoints to read, list
-// and withdraw them.
+// that accepts decision/request artifacts, the endpoints to read (or
+// long-poll), list, withdraw and audit them and to redeliver their decision,
+// and the Deliverer that POSTs each decision to its agent's response_url.
 package webhook
 
 import (
@@ -20,6 +21,10 @@ type Store interface {
 	Get(ctx context.Context, id string) (store.Record, error)
 	List(ctx context.Context, q store.ListQuery) (store.Page, error)
 	Withdraw(ctx context.Context, id string) (store.Record, error)
+	Deliveries(ctx context.Context, id string) ([]store.DeliveryAttempt, error)
+	Redeliver(ctx context.Context, id, actor string) (store.Record, error)
+	Audit(ctx context.Context, id string) ([]store.AuditEntry, error)
+	VerifyChain(name string, entries []store.AuditEntry) error
 }
 
 // DefaultMaxBodyBytes bounds an intake body unless Options say otherwise.
@@ -39,7 +44,10 @@ type Options struct {
 	// AllowInsecureCallbacks accepts http:// and private response URLs.
 	AllowInsecureCallbacks bool
 	// Jobs is told when new work is queued, so a local worker starts at once.
-	Jobs    interface{ Wake() }
+	Jobs interface{ Wake() }
+	// Waiters wakes long polls (GET /v1/requests/{id}?wait=30s) when their
+	// request changes. Without it, wait is ignored and GET answers at once.
+	Waiters *Waiters
 	Metrics *Metrics
 	Logger  *slog.Logger
 	Now     func() time.Time
@@ -79,6 +87,8 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/requests", a.authenticated(a.list))
 	mux.HandleFunc("GET /v1/requests/{id}", a.authenticated(a.get))
 	mux.HandleFunc("DELETE /v1/requests/{id}", a.authenticated(a.withdraw))
+	mux.HandleFunc("POST /v1/requests/{id}/redeliver", a.authenticated(a.redeliver))
+	mux.HandleFunc("GET /v1/requests/{id}/audit", a.authenticated(a.audit))
 }
 
 type agentHandler func(w http.ResponseWriter, r *http.Request, agent string)
@@ -115,10 +125,106 @@ func (a *API) owned(w http.ResponseWriter, r *http.Request, agent string) (store
 	return rec, true
 }
 
+// get is GET /v1/requests/{id}[?wait=30s]. With wait (and Waiters), an
+// open request is answered as soon as it leaves the open states (resolved,
+// expired, withdrawn), or when the wait is over, with its state then.
 func (a *API) get(w http.ResponseWriter, r *http.Request, agent string) {
-	if rec, ok := a.owned(w, r, agent); ok {
-		writeJSON(w, http.StatusOK, viewOf(rec))
+	wait, ok := parseWait(w, r)
+	if !ok {
+		return
 	}
+	rec, ok := a.owned(w, r, agent)
+	if !ok {
+		return
+	}
+	if wait > 0 && a.opts.Waiters != nil && rec.Status.Open() {
+		var err error
+		if rec, err = a.awaitClosed(w, r, rec.ID, wait); err != nil {
+			if r.Context().Err() == nil {
+				a.internal(w, r, "get request", err)
+			}
+			return
+		}
+	}
+	a.writeDetail(w, r, http.StatusOK, rec)
+}
+
+// writeDetail answers with the full view of one request: the list view plus
+// its delivery attempts.
+func (a *API) writeDetail(w http.ResponseWriter, r *http.Request, status int, rec store.Record) {
+	v := viewOf(rec)
+	if v.Callback != nil {
+		attempts, err := a.opts.Store.Deliveries(r.Context(), rec.ID)
+		if err != nil {
+			a.internal(w, r, "read delivery attempts", err)
+			return
+		}
+		v.Callback.Attempts = attempts
+	}
+	writeJSON(w, status, v)
+}
+
+// redeliver is POST /v1/requests/{id}/redeliver: deliver the decision again
+// now, whatever became of the previous delivery (the webhook-id stays, so an
+// agent that already has it can tell). 409 when there is nothing to deliver.
+func (a *API) redeliver(w http.ResponseWriter, r *http.Request, agent string) {
+	rec, ok := a.owned(w, r, agent)
+	if !ok {
+		return
+	}
+	rec, err := a.opts.Store.Redeliver(r.Context(), rec.ID, "agent:"+agent)
+	switch {
+	case errors.Is(err, store.ErrNothingToDeliver):
+		writeError(w, http.StatusConflict, "request "+quote(r.PathValue("id"))+" has no decision to deliver: "+
+			"it is not resolved yet, or it has no handoff.response_url (poll GET instead)")
+		return
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, "no request with id "+quote(r.PathValue("id")))
+		return
+	case err != nil:
+		a.internal(w, r, "redeliver", err)
+		return
+	}
+	a.log.InfoContext(r.Context(), "redelivery requested", "request_id", rec.ID, "agent", agent)
+	a.wake()
+	a.writeDetail(w, r, http.StatusAccepted, rec)
+}
+
+// auditView is GET /v1/requests/{id}/audit.
+type auditView struct {
+	Entries  []store.AuditEntry `json:"entries"`
+	Verified bool               `json:"verified"`
+	// Problem says why the chain does not verify; BrokenAt is the 1-based
+	// position of the first entry that does not.
+	Problem  string `json:"problem,omitempty"`
+	BrokenAt int64  `json:"broken_at,omitempty"`
+}
+
+// audit is GET /v1/requests/{id}/audit: the request's hash-chained audit
+// trail, verified.
+func (a *API) audit(w http.ResponseWriter, r *http.Request, agent string) {
+	rec, ok := a.owned(w, r, agent)
+	if !ok {
+		return
+	}
+	entries, err := a.opts.Store.Audit(r.Context(), rec.ID)
+	if err != nil {
+		a.internal(w, r, "read audit", err)
+		return
+	}
+	v := auditView{Entries: entries, Verified: true}
+	if v.Entries == nil {
+		v.Entries = []store.AuditEntry{}
+	}
+	if err := a.opts.Store.VerifyChain("request "+rec.ID, entries); err != nil {
+		v.Verified, v.Problem = false, err.Error()
+		var ce *store.ChainError
+		if errors.As(err, &ce) {
+			v.BrokenAt = ce.Seq
+		}
+		a.log.WarnContext(r.Context(), "audit chain does not verify", "request_id", rec.ID, "problem", v.Problem)
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (a *API) withdraw(w http.ResponseWriter, r *http.Request, agent string) {

@@ -30,6 +30,14 @@ func (memStore) List(context.Context, store.ListQuery) (store.Page, error) {
 func (memStore) Withdraw(context.Context, string) (store.Record, error) {
 	return store.Record{}, store.ErrNotFound
 }
+func (memStore) Deliveries(context.Context, string) ([]store.DeliveryAttempt, error) { return nil, nil }
+func (memStore) Redeliver(context.Context, string, string) (store.Record, error) {
+	return store.Record{}, store.ErrNotFound
+}
+func (memStore) Audit(context.Context, string) ([]store.AuditEntry, error) {
+	return nil, store.ErrNotFound
+}
+func (memStore) VerifyChain(string, []store.AuditEntry) error { return nil }
 
 // fuzzNow is the moment of the seed example: its deadline is the next day.
 var fuzzNow = time.Date(2026, 2, 16, 10, 0, 0, 0, time.UTC)

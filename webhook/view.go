@@ -23,6 +23,51 @@ type requestView struct {
 	Links       links           `json:"links"`
 	Slack       slackView       `json:"slack"`
 	Request     json.RawMessage `json:"request"`
+	// Response is the decision/response artifact, once resolved.
+	Response json.RawMessage `json:"response,omitempty"`
+	// Callback is the delivery of Response to handoff.response_url; absent
+	// when the request has none (the agent polls).
+	Callback *callbackView `json:"callback,omitempty"`
+}
+
+// callbackView says where the delivery of the decision stands.
+type callbackView struct {
+	URL string `json:"url"`
+	// State is "waiting" (no decision yet), "none" (closed without one:
+	// withdrawn or expired), "pending" (queued), "retrying",
+	// "delivered", "dead" (attempts exhausted: see redeliver) or "gone" (the
+	// agent answered 410).
+	State     string `json:"state"`
+	WebhookID string `json:"webhook_id,omitempty"`
+	// AttemptCount counts every attempt; Attempts lists them (the last 100),
+	// oldest first, on GET of one request only.
+	AttemptCount  int                     `json:"attempt_count"`
+	Attempts      []store.DeliveryAttempt `json:"attempts,omitzero"`
+	LastError     string                  `json:"last_error,omitempty"`
+	NextAttemptAt *time.Time              `json:"next_attempt_at,omitempty"`
+	DeliveredAt   *time.Time              `json:"delivered_at,omitempty"`
+}
+
+func callbackOf(rec store.Record) *callbackView {
+	if rec.ResponseURL == "" {
+		return nil
+	}
+	d := rec.Delivery
+	c := &callbackView{URL: rec.ResponseURL, State: d.State, WebhookID: d.WebhookID,
+		AttemptCount: d.Attempts, LastError: d.LastError}
+	if c.State == store.DeliveryNone {
+		c.State = "waiting"
+		if !rec.Status.Open() {
+			c.State = "none" // closed without a decision to deliver
+		}
+	}
+	if !d.NextAttemptAt.IsZero() && d.State == store.DeliveryRetrying {
+		c.NextAttemptAt = &d.NextAttemptAt
+	}
+	if !d.DeliveredAt.IsZero() {
+		c.DeliveredAt = &d.DeliveredAt
+	}
+	return c
 }
 
 // slackView says where the request's message is, or why it is not there.
@@ -42,8 +87,9 @@ func viewOf(rec store.Record) requestView {
 	v := requestView{
 		ID: rec.ID, Status: rec.Status, Agent: rec.Agent,
 		ReceivedAt: rec.ReceivedAt, UpdatedAt: rec.UpdatedAt,
-		Links:   links{Self: selfLink(rec.ID)},
-		Request: rec.Document,
+		Links:    links{Self: selfLink(rec.ID)},
+		Request:  rec.Document,
+		Callback: callbackOf(rec),
 		Slack: slackView{
 			Channel: rec.Channel, TS: rec.Slack.TS, Permalink: rec.Slack.Permalink,
 			Error: rec.Slack.Error,
@@ -54,6 +100,9 @@ func viewOf(rec store.Record) requestView {
 	}
 	if !rec.WithdrawnAt.IsZero() {
 		v.WithdrawnAt = &rec.WithdrawnAt
+	}
+	if len(rec.Response) > 0 {
+		v.Response = rec.Response
 	}
 	switch {
 	case rec.Posted():

@@ -1,0 +1,7 @@
+package webhook
+
+// Internals the external tests check directly.
+var (
+	ParseRetryAfter = parseRetryAfter
+	Jitter          = jitter
+)
