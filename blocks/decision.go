@@ -117,13 +117,19 @@ func valueText(d aah.Decision, v any) string {
 	return out
 }
 
-// answerText is the recorded answer line, or while closed, "No answer".
-func (r *renderer) answerText(d aah.Decision, a Answer, answered bool) string {
-	if !answered {
-		if r.open() {
-			return ""
+// answerText is the recorded answer line (with its comment), or while
+// closed, "No answer".
+func (r *renderer) answerText(d aah.Decision, a aah.Answer, answered bool) string {
+	if !answered || !a.Answered() {
+		s := ""
+		if !r.open() {
+			s = "\n:heavy_minus_sign: _No answer_"
 		}
-		return "\n:heavy_minus_sign: _No answer_"
+		if answered && a.Comment != "" {
+			c, _ := fit(a.Comment, commentBudget, "…")
+			s += fmt.Sprintf("\n:speech_balloon: <@%s>: %s", a.By.ID, strings.ReplaceAll(c, "\n", " "))
+		}
+		return s
 	}
 	icon := ":ballot_box_with_check:"
 	if v, ok := a.Value.(bool); ok {
@@ -136,8 +142,8 @@ func (r *renderer) answerText(d aah.Decision, a Answer, answered bool) string {
 	switch {
 	case a.Defaulted:
 		s += " _(default: nobody answered)_"
-	case a.ByUserID != "":
-		s += fmt.Sprintf(" by <@%s>", a.ByUserID)
+	case a.By.ID != "":
+		s += fmt.Sprintf(" by <@%s>", a.By.ID)
 	}
 	if !a.At.IsZero() && !a.Defaulted {
 		s += " " + slackDate(a.At)
@@ -151,9 +157,10 @@ func (r *renderer) answerText(d aah.Decision, a Answer, answered bool) string {
 
 // controls builds a decision's interactive elements. The current answer (or
 // else the default) is preselected so the control shows what will be sent.
-func (r *renderer) controls(d aah.Decision, a Answer, answered bool, details bool) *slack.ActionBlock {
+func (r *renderer) controls(d aah.Decision, a aah.Answer, answered bool, details bool) *slack.ActionBlock {
 	var elems []slack.BlockElement
 	current := d.Default
+	answered = answered && a.Answered()
 	if answered {
 		current = a.Value
 	}

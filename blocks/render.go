@@ -22,18 +22,11 @@ type State struct {
 	// mention syntax ("<@U123>") or, when unresolvable, plain text.
 	Mentions []string
 	// Answers holds the recorded answer of each decision, by decision id.
-	Answers map[string]Answer
+	Answers map[string]aah.Answer
 	// ClosedAt is when the request left the open states.
 	ClosedAt time.Time
-}
-
-// Answer is one recorded answer.
-type Answer struct {
-	Value     any // bool, string, []string or float64, by decision type
-	Comment   string
-	ByUserID  string
-	At        time.Time
-	Defaulted bool // the request resolved without an answer and took the default
+	// ResolvedBy is who resolved the request (the outcome names them).
+	ResolvedBy aah.Person
 }
 
 // Message is a rendered message: notification text plus blocks.
@@ -152,6 +145,9 @@ func (r *renderer) statusBanner() string {
 	case aah.StatusExpired:
 		return ":hourglass: *Expired*" + at + ": the deadline passed before the request was resolved."
 	case aah.StatusResolved:
+		if r.st.ResolvedBy.ID != "" {
+			return fmt.Sprintf(":white_check_mark: *Resolved* by <@%s>%s. The agent has been sent the decisions below.", r.st.ResolvedBy.ID, at)
+		}
 		return ":white_check_mark: *Resolved*" + at + "."
 	case aah.StatusEscalated:
 		return ":arrow_heading_up: *Escalated*: still waiting for a decision."
@@ -240,7 +236,7 @@ func (r *renderer) progressLine() string {
 		if d.Required {
 			required++
 		}
-		if a, ok := r.st.Answers[d.ID]; ok && !a.Defaulted {
+		if a, ok := r.st.Answers[d.ID]; ok && a.Answered() && !a.Defaulted {
 			answered++
 		}
 	}

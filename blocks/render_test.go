@@ -69,11 +69,11 @@ func TestRenderGolden(t *testing.T) {
 	}
 	seed := parse(t, seedRaw)
 	answeredAt := seedNow.Add(4*time.Hour + 30*time.Minute)
-	answers := map[string]blocks.Answer{
-		"d1": {Value: true, Comment: "Good segmentation", ByUserID: "U0ALICE", At: answeredAt},
-		"d2": {Value: true, ByUserID: "U0ALICE", At: answeredAt},
-		"d3": {Value: "next_week", Comment: "Align with newsletter schedule", ByUserID: "U0BOB", At: answeredAt},
-		"d4": {Value: false, Comment: "Require CC to reduce spam signups", ByUserID: "U0BOB", At: answeredAt},
+	answers := map[string]aah.Answer{
+		"d1": {Value: true, Comment: "Good segmentation", By: aah.Person{ID: "U0ALICE"}, At: answeredAt},
+		"d2": {Value: true, By: aah.Person{ID: "U0ALICE"}, At: answeredAt},
+		"d3": {Value: "next_week", Comment: "Align with newsletter schedule", By: aah.Person{ID: "U0BOB"}, At: answeredAt},
+		"d4": {Value: false, Comment: "Require CC to reduce spam signups", By: aah.Person{ID: "U0BOB"}, At: answeredAt},
 	}
 	cases := map[string]struct {
 		req *aah.Request
@@ -81,7 +81,7 @@ func TestRenderGolden(t *testing.T) {
 	}{
 		"seed000.pending": {seed, blocks.State{Status: aah.StatusPending, Version: 1, ReceivedAt: seedNow,
 			Mentions: []string{"<@U0ALICE>", "<@U0BOB>"}}},
-		"seed000.partial":   {seed, blocks.State{Status: aah.StatusPartial, Version: 3, ReceivedAt: seedNow, Answers: map[string]blocks.Answer{"d1": answers["d1"], "d3": answers["d3"]}}},
+		"seed000.partial":   {seed, blocks.State{Status: aah.StatusPartial, Version: 3, ReceivedAt: seedNow, Answers: map[string]aah.Answer{"d1": answers["d1"], "d3": answers["d3"]}}},
 		"seed000.resolved":  {seed, blocks.State{Status: aah.StatusResolved, Version: 6, ReceivedAt: seedNow, Answers: answers, ClosedAt: answeredAt}},
 		"seed000.withdrawn": {seed, blocks.State{Status: aah.StatusWithdrawn, Version: 2, ReceivedAt: seedNow, ClosedAt: seedNow.Add(time.Hour)}},
 	}

@@ -49,6 +49,10 @@ type Config struct {
 // LocalDefaultChannel is where local mode posts when no channel is configured.
 const LocalDefaultChannel = "#approvals"
 
+// LocalSigningSecret verifies Slack requests in local mode when
+// SLACK_SIGNING_SECRET is unset; the local sandbox signs with it. Public.
+const LocalSigningSecret = "approvalbot-local-signing-secret"
+
 // LocalCallbackSecret signs callbacks in local mode when CALLBACK_SECRET is
 // unset. It is public (it is in the README): never use it in production.
 const LocalCallbackSecret = "whsec_YXBwcm92YWxib3QtbG9jYWwtZGV2ZWxvcG1lbnQ="
@@ -66,6 +70,9 @@ func LoadConfig() (Config, error) {
 		}
 		if c.CallbackSecret == "" {
 			c.CallbackSecret = LocalCallbackSecret
+		}
+		if c.SlackSigningSecret == "" {
+			c.SlackSigningSecret = LocalSigningSecret
 		}
 		c.CallbackAllowPrivate = true
 	}

@@ -23,6 +23,9 @@ import (
 	"github.com/slack-go/slack"
 )
 
+// testCallbackSecret signs the decision responses the tests receive.
+const testCallbackSecret = "whsec_dGVzdC1jYWxsYmFjay1zZWNyZXQtMDEyMzQ1Njc4OQ=="
+
 // Tokens of the two agents every harness accepts.
 const (
 	tokenPM    = "pm-token-0123456789abcdef"
@@ -57,14 +60,17 @@ func newHarness(t testing.TB, opts ...harnessOption) *harness {
 func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *slackemu.Server, opts ...harnessOption) *harness {
 	t.Helper()
 	cfg := bot.Config{
-		SlackBotToken:       emu.Token(),
-		SlackDefaultChannel: "#approvals",
-		SlackPostInterval:   50 * time.Millisecond,
-		IntakeMaxBodyBytes:  1 << 20,
-		WorkerConcurrency:   4,
-		JobLease:            10 * time.Second,
-		JobMaxAttempts:      5,
-		JobPollInterval:     20 * time.Millisecond,
+		SlackBotToken:        emu.Token(),
+		SlackSigningSecret:   "test-signing-secret",
+		CallbackSecret:       testCallbackSecret,
+		CallbackAllowPrivate: true, // the tests' agents listen on loopback
+		SlackDefaultChannel:  "#approvals",
+		SlackPostInterval:    50 * time.Millisecond,
+		IntakeMaxBodyBytes:   1 << 20,
+		WorkerConcurrency:    4,
+		JobLease:             10 * time.Second,
+		JobMaxAttempts:       5,
+		JobPollInterval:      20 * time.Millisecond,
 	}
 	cfg, err := cfg.WithTokens("pm:" + tokenPM + ",other:" + tokenOther)
 	if err != nil {
@@ -93,6 +99,7 @@ func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *s
 	}
 	srv := httptest.NewServer(svc.Handler())
 	t.Cleanup(srv.Close)
+	t.Cleanup(svc.Close)
 	return &harness{t: t, emu: emu, rdb: rdb, prefix: prefix, store: st, svc: svc, http: srv, reg: reg, cfg: cfg}
 }
 
@@ -196,7 +203,7 @@ func (h *harness) scheduledLater() bool {
 
 func twoDigits(n int) string { return string([]byte{byte('0' + n/10), byte('0' + n%10)}) }
 
-func ctxTimeout(t *testing.T, d time.Duration) context.Context {
+func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx

@@ -207,9 +207,13 @@ func (p *Poster) load(ctx context.Context, id string) (store.Record, *aah.Reques
 }
 
 func stateOf(rec store.Record) blocks.State {
-	st := blocks.State{Status: rec.Status, Version: rec.Version, ReceivedAt: rec.ReceivedAt, Mentions: rec.Mentions}
-	if !rec.WithdrawnAt.IsZero() {
+	st := blocks.State{Status: rec.Status, Version: rec.Version, ReceivedAt: rec.ReceivedAt, Mentions: rec.Mentions,
+		Answers: rec.Answers, ResolvedBy: rec.ResolvedBy}
+	switch {
+	case !rec.WithdrawnAt.IsZero():
 		st.ClosedAt = rec.WithdrawnAt
+	case !rec.ResolvedAt.IsZero():
+		st.ClosedAt = rec.ResolvedAt
 	}
 	return st
 }

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/approvalbot/approvalbot/bot/decide"
+	"github.com/approvalbot/approvalbot/handlers"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/webhook"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +24,10 @@ import (
 type Deps struct {
 	Config Config
 	Store  *store.Store
-	Slack  SlackAPI
+	Slack  interface {
+		SlackAPI
+		handlers.SlackAPI
+	}
 	// Metrics must be the Metrics whose transport instruments Slack.
 	Metrics  *Metrics
 	Registry *prometheus.Registry
@@ -38,7 +43,10 @@ type Deps struct {
 type Service struct {
 	deps    Deps
 	runner  *Runner
+	async   *handlers.Async
 	handler http.Handler
+	// stopChanges ends the change feed of long polls (see Close).
+	stopChanges context.CancelFunc
 }
 
 // NewService builds the service from its dependencies.
@@ -54,20 +62,42 @@ func NewService(d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	deliverer, err := webhook.NewDeliverer(webhook.DelivererOptions{
+		Store: d.Store, Secret: cfg.CallbackSecret, AllowPrivate: cfg.CallbackAllowPrivate,
+		Registerer: d.Registry, Logger: d.Logger.With("component", "delivery"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	jobHandlers := poster.Handlers()
+	jobHandlers[store.JobDeliver] = deliverer
 	runner, err := NewRunner(d.Store, RunnerOptions{
-		Handlers: poster.Handlers(), Concurrency: cfg.WorkerConcurrency, Lease: cfg.JobLease,
+		Handlers: jobHandlers, Concurrency: cfg.WorkerConcurrency, Lease: cfg.JobLease,
 		MaxAttempts: cfg.JobMaxAttempts, PollInterval: cfg.JobPollInterval, Metrics: d.Metrics, Logger: d.Logger.With("component", "runner"),
 	})
 	if err != nil {
 		return nil, err
 	}
+	async := handlers.NewAsync(8, 1024).WithLogger(d.Logger.With("component", "slack-async"))
+	slackHandlers, err := handlers.New(handlers.Options{
+		SigningSecret: cfg.SlackSigningSecret, Decisions: decide.NewDecider(d.Store, nil), Requests: d.Store,
+		Slack: d.Slack, Async: async, Logger: d.Logger.With("component", "slack"), Registry: d.Registry,
+		Wake: runner.Wake,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// One change subscription per process wakes every long poll.
+	changesCtx, stopChanges := context.WithCancel(context.Background())
 	api, err := webhook.New(webhook.Options{
-		Store: d.Store, Tokens: cfg.Tokens(), AllowAnonymous: cfg.LocalMode(),
+		Waiters: webhook.NewWaiters(d.Store.SubscribeChanges(changesCtx)),
+		Store:   d.Store, Tokens: cfg.Tokens(), AllowAnonymous: cfg.LocalMode(),
 		DefaultChannel: cfg.SlackDefaultChannel, MaxBodyBytes: cfg.IntakeMaxBodyBytes,
 		AllowInsecureCallbacks: cfg.CallbackAllowPrivate, Jobs: runner,
 		Metrics: webhook.NewMetrics(d.Registry), Logger: d.Logger.With("component", "intake"),
 	})
 	if err != nil {
+		stopChanges()
 		return nil, err
 	}
 	if cfg.LocalMode() && cfg.Tokens().Len() == 0 {
@@ -79,6 +109,7 @@ func NewService(d Deps) (*Service, error) {
 
 	mux := http.NewServeMux()
 	api.Register(mux)
+	slackHandlers.Register(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusOK, "ok", "")
 	})
@@ -95,8 +126,12 @@ func NewService(d Deps) (*Service, error) {
 	if d.Sandbox != nil {
 		mux.Handle("/sandbox/", http.StripPrefix("/sandbox", d.Sandbox))
 	}
-	return &Service{deps: d, runner: runner, handler: recoverPanics(d.Logger, mux)}, nil
+	return &Service{deps: d, runner: runner, async: async, handler: recoverPanics(d.Logger, mux), stopChanges: stopChanges}, nil
 }
+
+// Close releases long polls (they answer with the current state) so the HTTP
+// server can shut down without waiting for them; call it before Shutdown.
+func (s *Service) Close() { s.stopChanges() }
 
 // Handler is the service's HTTP handler.
 func (s *Service) Handler() http.Handler { return s.handler }
@@ -104,8 +139,13 @@ func (s *Service) Handler() http.Handler { return s.handler }
 // Runner is the service's job runner (tests wake and inspect it).
 func (s *Service) Runner() *Runner { return s.runner }
 
-// RunJobs drains the outbox until ctx ends, then waits for running jobs.
-func (s *Service) RunJobs(ctx context.Context) error { return s.runner.Run(ctx) }
+// RunJobs drains the outbox until ctx ends, then waits for running jobs and
+// for the Slack calls queued after acknowledged interactions.
+func (s *Service) RunJobs(ctx context.Context) error {
+	err := s.runner.Run(ctx)
+	s.async.Close()
+	return err
+}
 
 func writeStatus(w http.ResponseWriter, code int, status, reason string) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")

@@ -40,6 +40,7 @@ type Record struct {
 	// ResolvedAt is set once the request resolved; Response then holds the
 	// decision/response artifact, immutable from then on.
 	ResolvedAt time.Time
+	ResolvedBy aah.Person
 	Response   json.RawMessage
 	// Answers holds the current answer of each decision, by decision id.
 	Answers map[string]aah.Answer
@@ -175,6 +176,7 @@ func decodeRecord(h map[string]string) Record {
 		UpdatedAt:   fromMs(num("updated_ms")),
 		WithdrawnAt: fromMs(num("withdrawn_ms")),
 		ResolvedAt:  fromMs(num("resolved_ms")),
+		ResolvedBy:  decodePerson(h["resolved_by"]),
 		Mentions:    decodeList(h["mentions"]),
 		Slack: SlackState{
 			Channel:         h["slack_channel"],
@@ -202,6 +204,12 @@ func decodeRecord(h map[string]string) Record {
 		}
 	}
 	return rec
+}
+
+// decodePerson reads "<slack user id>|<name>".
+func decodePerson(s string) aah.Person {
+	id, name, _ := strings.Cut(s, "|")
+	return aah.Person{ID: id, Name: name}
 }
 
 func decodeList(s string) []string {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -23,8 +24,18 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx); err != nil {
+	var err error
+	switch args := os.Args[1:]; {
+	case len(args) == 0:
+		err = run(ctx)
+	case len(args) == 2 && args[0] == "audit" && args[1] == "verify":
+		err = auditVerify(ctx, os.Stdout)
+	default:
+		err = fmt.Errorf("unknown command %q; usage: approvalbot [audit verify]", strings.Join(args, " "))
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "approvalbot:", err)
+		stop()
 		os.Exit(1)
 	}
 }
@@ -49,7 +60,7 @@ func run(ctx context.Context) error {
 	metrics := bot.NewMetrics(registry)
 	slackSetup := bot.NewSlack(cfg, metrics, log, os.Stderr)
 
-	st, err := store.New(rdb, store.Options{Prefix: cfg.RedisPrefix})
+	st, err := store.New(rdb, store.Options{Prefix: cfg.RedisPrefix, AuditKey: []byte(cfg.AuditKey)})
 	if err != nil {
 		return err
 	}
@@ -90,6 +101,7 @@ func run(ctx context.Context) error {
 		log.InfoContext(ctx, "shutting down: finishing in-flight requests and jobs", "timeout", cfg.ShutdownTimeout)
 		err = nil
 	}
+	svc.Close() // long polls answer now instead of holding the shutdown
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
 	if serr := srv.Shutdown(shutdownCtx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {

@@ -1,0 +1,193 @@
+package blocks
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/slack-go/slack"
+)
+
+// Modal callback ids: a view_submission's callback_id says which modal it is.
+const (
+	ModalInput   = "ab_input"   // a text or number answer (and an optional comment)
+	ModalComment = "ab_comment" // a comment on a decision
+	ModalDetails = "ab_details" // read-only: the full decision
+)
+
+// Block and action ids of the modals' inputs; validation errors name BlockValue.
+const (
+	BlockValue   = "value"
+	BlockComment = "comment"
+	ActionValue  = "value"
+	ActionText   = "text"
+)
+
+// maxModalTitle is Slack's limit for a modal's title and buttons.
+const maxModalTitle = 24
+
+// ModalRef is the private_metadata of every modal: which decision it is about.
+type ModalRef struct {
+	RequestID  string `json:"r"`
+	DecisionID string `json:"d"`
+	// Channel and TS locate the message the modal was opened from, so a
+	// refusal can be shown next to it.
+	Channel string `json:"c,omitempty"`
+}
+
+// Encode is the private_metadata form (far below Slack's 3000 characters:
+// ids are at most 128 + 64 characters).
+func (m ModalRef) Encode() string { b, _ := json.Marshal(m); return string(b) }
+
+// ParseModalRef reads a modal's private_metadata.
+func ParseModalRef(s string) (ModalRef, bool) {
+	var m ModalRef
+	if json.Unmarshal([]byte(s), &m) != nil || m.RequestID == "" || m.DecisionID == "" {
+		return ModalRef{}, false
+	}
+	return m, true
+}
+
+// InputModal asks for a text or number answer, honouring the decision's
+// constraints in the input itself, with an optional comment.
+func InputModal(req *aah.Request, d aah.Decision, current aah.Answer, ref ModalRef) slack.ModalViewRequest {
+	var element slack.BlockElement
+	initial := current.Value
+	if initial == nil {
+		initial = d.Default
+	}
+	c := d.Constraints
+	switch d.Type {
+	case aah.TypeNumber:
+		in := slack.NewNumberInputBlockElement(plainText("A number"), ActionValue, true)
+		if c.Min != nil {
+			in.MinValue = strconv.FormatFloat(*c.Min, 'f', -1, 64)
+		}
+		if c.Max != nil {
+			in.MaxValue = strconv.FormatFloat(*c.Max, 'f', -1, 64)
+		}
+		if f, ok := initial.(float64); ok {
+			in.InitialValue = strconv.FormatFloat(f, 'f', -1, 64)
+		}
+		element = in
+	default:
+		in := slack.NewPlainTextInputBlockElement(plainText("Your answer"), ActionValue)
+		in.Multiline = c.Max == nil || *c.Max > 150
+		in.MaxLength = aah.MaxTextLength
+		if c.Max != nil {
+			in.MaxLength = int(*c.Max)
+		}
+		if c.Min != nil {
+			in.MinLength = int(*c.Min)
+		}
+		if s, ok := initial.(string); ok && utf8.RuneCountInString(s) <= in.MaxLength {
+			in.InitialValue = s
+		}
+		element = in
+	}
+	label := plain(d.Prompt, MaxPromptLength)
+	input := slack.NewInputBlock(BlockValue, plainLabel(label), hintFor(d), element)
+	blocks := []slack.Block{section(headerLine(req, d)), input, commentInput(current.Comment, true)}
+	return modal(ModalInput, "Your answer", "Submit", ref, blocks)
+}
+
+// CommentModal asks for a comment on a decision.
+func CommentModal(req *aah.Request, d aah.Decision, current aah.Answer, ref ModalRef) slack.ModalViewRequest {
+	blocks := []slack.Block{section(headerLine(req, d)), commentInput(current.Comment, false)}
+	return modal(ModalComment, "Comment", "Save", ref, blocks)
+}
+
+// DetailsModal shows a decision in full: the text the message had to shorten.
+func DetailsModal(req *aah.Request, d aah.Decision, ref ModalRef) slack.ModalViewRequest {
+	blocks := []slack.Block{section(headerLine(req, d))}
+	if req.Data.Context != "" {
+		blocks = append(blocks, chunks("*Context*\n"+escape(req.Data.Context))...)
+	}
+	if d.Description != "" {
+		blocks = append(blocks, chunks(escape(d.Description))...)
+	}
+	if len(d.Options) > 0 {
+		var b strings.Builder
+		b.WriteString("*Options*")
+		for _, o := range d.Options {
+			b.WriteString("\n• *" + escape(o.Label) + "*")
+			if o.Description != "" {
+				b.WriteString(" — " + escape(o.Description))
+			}
+		}
+		blocks = append(blocks, chunks(b.String())...)
+	}
+	if len(blocks) > maxModalBlocks {
+		blocks = append(blocks[:maxModalBlocks-1], section("_…the rest is too long for Slack to show._"))
+	}
+	v := modal(ModalDetails, "Details", "", ref, blocks)
+	v.Close = plainText("Close")
+	return v
+}
+
+const maxModalBlocks = 100
+
+// chunks splits long mrkdwn into sections of at most MaxSectionText,
+// preferring line breaks.
+func chunks(s string) []slack.Block {
+	var out []slack.Block
+	for s != "" {
+		r := []rune(s)
+		if len(r) <= MaxSectionText {
+			out = append(out, section(s))
+			break
+		}
+		cut := string(r[:MaxSectionText])
+		if i := strings.LastIndex(cut, "\n"); i > MaxSectionText/2 {
+			cut = cut[:i]
+		}
+		out = append(out, section(cut))
+		s = strings.TrimPrefix(s[len(cut):], "\n")
+	}
+	return out
+}
+
+func headerLine(req *aah.Request, d aah.Decision) string {
+	title, _ := fit(req.Artifact.Title, 300, "…")
+	prompt, _ := fit(d.Prompt, MaxPromptLength, "…")
+	return "_" + title + "_\n*" + prompt + "*"
+}
+
+func commentInput(current string, optional bool) *slack.InputBlock {
+	in := slack.NewPlainTextInputBlockElement(plainText("Why? (kept in the audit trail)"), ActionText)
+	in.Multiline = true
+	in.MaxLength = aah.MaxTextLength
+	in.InitialValue = current
+	block := slack.NewInputBlock(BlockComment, plainLabel("Comment"), nil, in)
+	block.Optional = optional
+	return block
+}
+
+// hintFor spells out the constraints Slack's inputs do not enforce (a pattern).
+func hintFor(d aah.Decision) *slack.TextBlockObject {
+	if d.Constraints.Pattern == "" {
+		return nil
+	}
+	return plainLabel(plain("Must match "+d.Constraints.Pattern, 2000))
+}
+
+func plainLabel(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, s, true, false)
+}
+
+func modal(callbackID, title, submit string, ref ModalRef, blocks []slack.Block) slack.ModalViewRequest {
+	v := slack.ModalViewRequest{
+		Type:            slack.VTModal,
+		CallbackID:      callbackID,
+		Title:           slack.NewTextBlockObject(slack.PlainTextType, plain(title, maxModalTitle), false, false),
+		Close:           slack.NewTextBlockObject(slack.PlainTextType, "Cancel", false, false),
+		Blocks:          slack.Blocks{BlockSet: blocks},
+		PrivateMetadata: ref.Encode(),
+	}
+	if submit != "" {
+		v.Submit = slack.NewTextBlockObject(slack.PlainTextType, plain(submit, maxModalTitle), false, false)
+	}
+	return v
+}

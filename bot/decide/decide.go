@@ -1,0 +1,284 @@
+// Package decide applies reviewers' actions to decision requests: it holds
+// the resolution rule and builds the response artifact when a request resolves.
+package decide
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/store"
+	"github.com/google/uuid"
+)
+
+// Decider applies reviewers' actions to requests. Every action is one atomic
+// store.Update: the answer, the status, the audit entries and, on
+// resolution, the response artifact and its delivery job are written
+// together or not at all, so double clicks, Slack retries and concurrent
+// reviewers can neither resolve a request twice nor lose an answer.
+//
+// Resolution rule: a request with a single decision resolves on its first
+// valid answer. With several, reviewers answer in any order and may change
+// their answers (the audit keeps every version); Submit resolves the request
+// once every required decision is answered, and unanswered optional
+// decisions then take their default (marked "defaulted" in the response).
+type Decider struct {
+	store *store.Store
+	now   func() time.Time
+}
+
+// NewDecider returns a Decider over st.
+func NewDecider(st *store.Store, now func() time.Time) *Decider {
+	if now == nil {
+		now = time.Now
+	}
+	return &Decider{store: st, now: now}
+}
+
+// Refusal is an action that changed nothing, with the reason to show the
+// person (an ephemeral message or a modal error). It is audited.
+type Refusal struct {
+	Reason string
+	// Field is the modal field the reason belongs to, if any.
+	Field string
+}
+
+func (r *Refusal) Error() string { return r.Reason }
+
+// Outcome is the result of an accepted action.
+type Outcome struct {
+	Record   store.Record
+	Resolved bool // this action resolved the request
+	Changed  bool // false when the action repeated the current state (a double click)
+}
+
+// Answer records values for one or more decisions (several: "approve all")
+// by one person. values holds typed values by decision id.
+func (d *Decider) Answer(ctx context.Context, requestID string, by aah.Person, values map[string]any) (Outcome, error) {
+	var out Outcome
+	var f refusal
+	rec, err := d.store.Update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
+		out, f = Outcome{}, refusal{}
+		req, err := d.open(rec, by)
+		if err != nil {
+			return f.refuse(rec, by, "answer", err)
+		}
+		now := d.now().UTC()
+		ch := &store.Change{Set: map[string]any{}}
+		answers := cloneAnswers(rec.Answers)
+		for id, raw := range values {
+			dec, ok := req.Decision(id)
+			if !ok {
+				return f.refuse(rec, by, "answer", &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", id)})
+			}
+			v, err := aah.CheckAnswer(dec, raw)
+			if err != nil {
+				return f.refuse(rec, by, "answer", &Refusal{Reason: fmt.Sprintf("%s: %v", dec.Prompt, err), Field: "value"})
+			}
+			prev, had := answers[id]
+			if had && prev.Answered() && reflect.DeepEqual(prev.Value, v) && prev.By.ID == by.ID {
+				continue // the same person repeating the same answer: nothing to record
+			}
+			a := aah.Answer{DecisionID: id, Value: v, Comment: prev.Comment, By: by, At: now}
+			answers[id] = a
+			ch.Answers = append(ch.Answers, a)
+			data := map[string]any{"decision_id": id, "value": v}
+			if had && prev.Answered() {
+				data["previous_value"], data["previous_by"] = prev.Value, prev.By.ID
+			}
+			ch.Audit = append(ch.Audit, store.AuditEvent{Event: "answered", Actor: by.AgentID(), Data: data})
+		}
+		if len(ch.Answers) == 0 {
+			return nil, nil // a double click or a Slack retry
+		}
+		out.Changed = true
+		ch.Bump = true
+		if len(req.Data.Decisions) == 1 {
+			out.Resolved = true
+			return d.resolve(rec, req, answers, by, ch)
+		}
+		if rec.Status == aah.StatusPending {
+			ch.Status = aah.StatusPartial
+		}
+		return ch, nil
+	})
+	return f.result(out, rec, err)
+}
+
+// Comment records a person's comment on a decision. The comment belongs to
+// the decision's answer (and is kept when the value changes later).
+func (d *Decider) Comment(ctx context.Context, requestID, decisionID string, by aah.Person, text string) (Outcome, error) {
+	text = strings.TrimSpace(text)
+	var out Outcome
+	var f refusal
+	rec, err := d.store.Update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
+		out, f = Outcome{}, refusal{}
+		req, err := d.open(rec, by)
+		if err != nil {
+			return f.refuse(rec, by, "comment", err)
+		}
+		if _, ok := req.Decision(decisionID); !ok {
+			return f.refuse(rec, by, "comment", &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", decisionID)})
+		}
+		if len(text) > aah.MaxTextLength {
+			return f.refuse(rec, by, "comment", &Refusal{Reason: "A comment holds at most 3000 characters.", Field: "comment"})
+		}
+		a := rec.Answers[decisionID]
+		if a.Comment == text {
+			return nil, nil
+		}
+		prev := a.Comment
+		a.DecisionID, a.Comment = decisionID, text
+		if !a.Answered() {
+			a.By, a.At = by, d.now().UTC() // a comment before any answer
+		}
+		out.Changed = true
+		return &store.Change{
+			Answers: []aah.Answer{a}, Bump: true,
+			Audit: []store.AuditEvent{{Event: "commented", Actor: by.AgentID(),
+				Data: map[string]any{"decision_id": decisionID, "comment": text, "previous_comment": prev}}},
+		}, nil
+	})
+	return f.result(out, rec, err)
+}
+
+// Submit resolves a request with several decisions once every required one
+// is answered; unanswered optional decisions take their default.
+func (d *Decider) Submit(ctx context.Context, requestID string, by aah.Person) (Outcome, error) {
+	var out Outcome
+	var f refusal
+	rec, err := d.store.Update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
+		out, f = Outcome{}, refusal{}
+		req, err := d.open(rec, by)
+		if err != nil {
+			return f.refuse(rec, by, "submit", err)
+		}
+		answers := cloneAnswers(rec.Answers)
+		var missing []string
+		for _, dec := range req.Data.Decisions {
+			if a, ok := answers[dec.ID]; ok && a.Answered() {
+				continue
+			}
+			switch {
+			case dec.Required:
+				missing = append(missing, dec.Prompt)
+			case dec.HasDefault():
+				a := answers[dec.ID]
+				a.DecisionID, a.Value, a.Defaulted, a.At = dec.ID, dec.Default, true, time.Time{}
+				answers[dec.ID] = a
+			}
+		}
+		if len(missing) > 0 {
+			return f.refuse(rec, by, "submit", &Refusal{Reason: "Answer every required decision before submitting. Still open: " + strings.Join(missing, "; ")})
+		}
+		out.Changed, out.Resolved = true, true
+		ch := &store.Change{Set: map[string]any{}, Bump: true,
+			Audit: []store.AuditEvent{{Event: "submitted", Actor: by.AgentID()}}}
+		for _, dec := range req.Data.Decisions {
+			if a := answers[dec.ID]; a.Defaulted {
+				ch.Answers = append(ch.Answers, a)
+			}
+		}
+		return d.resolve(rec, req, answers, by, ch)
+	})
+	return f.result(out, rec, err)
+}
+
+// open parses an open request; a closed one is a Refusal saying why.
+func (d *Decider) open(rec store.Record, by aah.Person) (*aah.Request, error) {
+	if !rec.Status.Open() {
+		return nil, &Refusal{Reason: closedReason(rec)}
+	}
+	req, err := aah.Parse(rec.Document, aah.ParseOptions{Stored: true})
+	if err != nil {
+		return nil, fmt.Errorf("stored request %s does not parse: %w", rec.ID, err)
+	}
+	if allowed := reviewerIDs(rec.Mentions); len(allowed) > 0 && !allowed[by.ID] {
+		return nil, &Refusal{Reason: "Only the reviewers this request names can answer it."}
+	}
+	return req, nil
+}
+
+// reviewerIDs are the Slack users a request named as reviewers (resolved
+// when it was posted); empty means anyone who sees the message may answer.
+func reviewerIDs(mentions []string) map[string]bool {
+	ids := map[string]bool{}
+	for _, m := range mentions {
+		if id, ok := strings.CutPrefix(m, "<@"); ok {
+			ids[strings.TrimSuffix(id, ">")] = true
+		}
+	}
+	return ids
+}
+
+func closedReason(rec store.Record) string {
+	switch rec.Status {
+	case aah.StatusResolved:
+		return "This request is already resolved; nothing was changed."
+	case aah.StatusWithdrawn:
+		return "The agent withdrew this request; nothing was changed."
+	case aah.StatusExpired:
+		return "This request expired at its deadline; nothing was changed."
+	}
+	return "This request can no longer be answered."
+}
+
+// refusal collects a refused action: its click_refused audit entry is
+// committed like any change, and the Refusal is returned to the caller
+// after the commit. A request that cannot be parsed is an error instead.
+type refusal struct{ r *Refusal }
+
+func (f *refusal) refuse(rec store.Record, by aah.Person, action string, err error) (*store.Change, error) {
+	var r *Refusal
+	if !errors.As(err, &r) {
+		return nil, err
+	}
+	f.r = r
+	return &store.Change{Audit: []store.AuditEvent{{Event: "click_refused", Actor: by.AgentID(),
+		Data: map[string]any{"action": action, "reason": r.Reason, "status": string(rec.Status)}}}}, nil
+}
+
+// result turns Update's outcome into the caller's: a refusal wins over a
+// successful commit of its audit entry.
+func (f *refusal) result(out Outcome, rec store.Record, err error) (Outcome, error) {
+	out.Record = rec
+	if err == nil && f.r != nil {
+		return Outcome{Record: rec}, f.r
+	}
+	return out, err
+}
+
+// resolve turns the change into the resolution: status, the immutable
+// response artifact, and its delivery, all in the same transaction.
+func (d *Decider) resolve(rec store.Record, req *aah.Request, answers map[string]aah.Answer, by aah.Person, ch *store.Change) (*store.Change, error) {
+	now := d.now().UTC()
+	resp := aah.BuildResponse(req, answers, aah.ResponseOptions{
+		ID: "aah_decision_resp_" + uuid.NewString(), CreatedAt: now, ResolvedBy: by,
+	})
+	ch.Status = aah.StatusResolved
+	ch.Set["response"] = string(resp.JSON())
+	ch.Set["resolved_ms"] = now.UnixMilli()
+	ch.Set["resolved_by"] = mustPerson(by)
+	if rec.ResponseURL != "" {
+		ch.Set["delivery_state"] = store.DeliveryPending
+		ch.Set["webhook_id"] = "msg_" + resp.Artifact.ID
+		ch.Jobs = append(ch.Jobs, store.JobAt{ID: store.JobID(store.JobDeliver, rec.ID), At: now})
+	}
+	ch.Audit = append(ch.Audit, store.AuditEvent{Event: "resolved", Actor: by.AgentID(),
+		Data: map[string]any{"overall_status": resp.Content.Body.Data.OverallStatus, "response_id": resp.Artifact.ID}})
+	return ch, nil
+}
+
+func mustPerson(p aah.Person) string { return p.ID + "|" + p.Name }
+
+func cloneAnswers(in map[string]aah.Answer) map[string]aah.Answer {
+	out := make(map[string]aah.Answer, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}

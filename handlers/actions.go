@@ -1,0 +1,143 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/blocks"
+	"github.com/approvalbot/approvalbot/bot/decide"
+	"github.com/approvalbot/approvalbot/store"
+	"github.com/slack-go/slack"
+)
+
+// blockActions handles clicks and selections in a request message. Answers
+// are recorded before the ack; modals open and refusals are explained after.
+func (s *Slack) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
+	by := person(cb.User)
+	channel := cb.Channel.ID
+	if channel == "" {
+		channel = cb.Container.ChannelID
+	}
+	for _, a := range cb.ActionCallback.BlockActions {
+		requestID, decisionID, _, ok := blocks.ParseBlockID(a.BlockID)
+		if !ok {
+			continue // not one of approvalbot's controls
+		}
+		var out decide.Outcome
+		var err error
+		switch a.ActionID {
+		case blocks.ActionApprove, blocks.ActionReject:
+			out, err = s.opts.Decisions.Answer(ctx, requestID, by, map[string]any{decisionID: a.ActionID == blocks.ActionApprove})
+		case blocks.ActionSelect:
+			out, err = s.opts.Decisions.Answer(ctx, requestID, by, map[string]any{decisionID: a.SelectedOption.Value})
+		case blocks.ActionMultiSelect:
+			picked := make([]string, len(a.SelectedOptions))
+			for i, o := range a.SelectedOptions {
+				picked[i] = o.Value
+			}
+			out, err = s.opts.Decisions.Answer(ctx, requestID, by, map[string]any{decisionID: picked})
+		case blocks.ActionDate:
+			out, err = s.opts.Decisions.Answer(ctx, requestID, by, map[string]any{decisionID: a.SelectedDate})
+		case blocks.ActionApproveAll, blocks.ActionRejectAll:
+			out, err = s.batch(ctx, requestID, by, a.ActionID == blocks.ActionApproveAll)
+		case blocks.ActionSubmit:
+			out, err = s.opts.Decisions.Submit(ctx, requestID, by)
+		case blocks.ActionOpenInput, blocks.ActionComment, blocks.ActionDetails:
+			s.openModal(ctx, a.ActionID, cb.TriggerID, requestID, decisionID, channel, by)
+			continue
+		default:
+			continue
+		}
+		s.settled(ctx, a.ActionID, channel, by, out, err)
+	}
+}
+
+// batch answers every approval decision at once (rendering hint 5).
+func (s *Slack) batch(ctx context.Context, requestID string, by aah.Person, approve bool) (decide.Outcome, error) {
+	_, req, err := s.load(ctx, requestID)
+	if err != nil {
+		return decide.Outcome{}, err
+	}
+	values := map[string]any{}
+	for _, d := range req.Data.Decisions {
+		if d.Type == aah.TypeApproval {
+			values[d.ID] = approve
+		}
+	}
+	return s.opts.Decisions.Answer(ctx, requestID, by, values)
+}
+
+// settled reports an action's result: a refusal or a failure is explained to
+// the person; a recorded change wakes the runner so the message catches up.
+func (s *Slack) settled(ctx context.Context, action, channel string, by aah.Person, out decide.Outcome, err error) {
+	var refusal *decide.Refusal
+	switch {
+	case errors.As(err, &refusal):
+		s.metrics.actions.WithLabelValues(action, "refused").Inc()
+		s.tellUser(channel, by.ID, ":no_entry: "+refusal.Reason)
+	case errors.Is(err, store.ErrNotFound):
+		s.metrics.actions.WithLabelValues(action, "refused").Inc()
+		s.tellUser(channel, by.ID, ":grey_question: This request no longer exists.")
+	case err != nil:
+		s.metrics.actions.WithLabelValues(action, "error").Inc()
+		s.log.ErrorContext(ctx, "could not record a reviewer action", "action", action, "user", by.ID, "err", err)
+		s.tellUser(channel, by.ID, ":warning: Your click could not be recorded, please try again.")
+	case !out.Changed:
+		s.metrics.actions.WithLabelValues(action, "unchanged").Inc()
+	default:
+		s.metrics.actions.WithLabelValues(action, "recorded").Inc()
+		s.log.InfoContext(ctx, "reviewer action recorded", "action", action, "request_id", out.Record.ID,
+			"user", by.ID, "status", out.Record.Status, "resolved", out.Resolved)
+		s.opts.Wake()
+	}
+}
+
+// openModal opens the input, comment or details modal. Slack's trigger id
+// lives three seconds, so the modal is built now and opened right after the ack.
+func (s *Slack) openModal(ctx context.Context, action, triggerID, requestID, decisionID, channel string, by aah.Person) {
+	rec, req, err := s.load(ctx, requestID)
+	if err == nil && !rec.Status.Open() && action != blocks.ActionDetails {
+		err = &decide.Refusal{Reason: "This request can no longer be answered (it is " + string(rec.Status) + ")."}
+	}
+	var d aah.Decision
+	if err == nil {
+		var ok bool
+		if d, ok = req.Decision(decisionID); !ok {
+			err = &decide.Refusal{Reason: "This request has no such decision."}
+		}
+	}
+	if err != nil {
+		s.settled(ctx, action, channel, by, decide.Outcome{}, err)
+		return
+	}
+	ref := blocks.ModalRef{RequestID: requestID, DecisionID: decisionID, Channel: channel}
+	var view slack.ModalViewRequest
+	switch action {
+	case blocks.ActionOpenInput:
+		view = blocks.InputModal(req, d, rec.Answers[decisionID], ref)
+	case blocks.ActionComment:
+		view = blocks.CommentModal(req, d, rec.Answers[decisionID], ref)
+	default:
+		view = blocks.DetailsModal(req, d, ref)
+	}
+	s.opts.Async.Go("views.open", func(ctx context.Context) {
+		if _, err := s.opts.Slack.OpenViewContext(ctx, triggerID, view); err != nil {
+			s.log.WarnContext(ctx, "could not open a modal", "action", action, "request_id", requestID, "err", err)
+			s.tellUser(channel, by.ID, ":warning: The dialog could not be opened; please click again.")
+		}
+	})
+}
+
+// load reads a request and parses its stored document.
+func (s *Slack) load(ctx context.Context, id string) (store.Record, *aah.Request, error) {
+	rec, err := s.opts.Requests.Get(ctx, id)
+	if err != nil {
+		return store.Record{}, nil, err
+	}
+	req, err := aah.Parse(rec.Document, aah.ParseOptions{Stored: true})
+	if err != nil {
+		return store.Record{}, nil, err
+	}
+	return rec, req, nil
+}

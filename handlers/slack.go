@@ -1,0 +1,191 @@
+// Package handlers serves what Slack sends approvalbot: interactions (clicks,
+// selects, modal submissions). Every request is verified with Slack's v0
+// signature before it is parsed, and acknowledged as soon as its effect is
+// recorded in Redis; Slack API calls (modals, ephemeral replies) run
+// afterwards, off the request path.
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/bot/decide"
+	"github.com/approvalbot/approvalbot/store"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/slack-go/slack"
+)
+
+// Decisions applies reviewers' actions; *decide.Decider implements it.
+type Decisions interface {
+	Answer(ctx context.Context, requestID string, by aah.Person, values map[string]any) (decide.Outcome, error)
+	Comment(ctx context.Context, requestID, decisionID string, by aah.Person, text string) (decide.Outcome, error)
+	Submit(ctx context.Context, requestID string, by aah.Person) (decide.Outcome, error)
+}
+
+// Requests reads stored requests; *store.Store implements it.
+type Requests interface {
+	Get(ctx context.Context, id string) (store.Record, error)
+}
+
+// SlackAPI is what the handlers call on Slack; *slack.Client implements it.
+type SlackAPI interface {
+	OpenViewContext(ctx context.Context, triggerID string, view slack.ModalViewRequest) (*slack.ViewResponse, error)
+	PostEphemeralContext(ctx context.Context, channelID, userID string, options ...slack.MsgOption) (string, error)
+}
+
+// Options configure the Slack handlers.
+type Options struct {
+	SigningSecret string
+	Decisions     Decisions
+	Requests      Requests
+	Slack         SlackAPI
+	// Async runs Slack API calls after the ack; default NewAsync(8, 256).
+	Async    *Async
+	Logger   *slog.Logger
+	Registry prometheus.Registerer // nil: metrics not registered
+	// Wake tells the job runner new work is queued (message syncs, deliveries).
+	Wake func()
+}
+
+// Slack serves Slack's requests.
+type Slack struct {
+	opts    Options
+	log     *slog.Logger
+	metrics *metrics
+}
+
+// maxSlackBody bounds what Slack may send; interaction payloads are far smaller.
+const maxSlackBody = 1 << 20
+
+// New validates its dependencies and returns the handlers.
+func New(opts Options) (*Slack, error) {
+	if opts.SigningSecret == "" {
+		return nil, errors.New("handlers: a Slack signing secret is required")
+	}
+	if opts.Decisions == nil || opts.Requests == nil || opts.Slack == nil {
+		return nil, errors.New("handlers: decisions, requests and a Slack client are required")
+	}
+	if opts.Async == nil {
+		opts.Async = NewAsync(8, 256)
+	}
+	if opts.Wake == nil {
+		opts.Wake = func() {}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Slack{opts: opts, log: log, metrics: newMetrics(opts.Registry)}, nil
+}
+
+// Register mounts the Slack endpoints on mux.
+func (s *Slack) Register(mux *http.ServeMux) {
+	mux.HandleFunc("POST /slack/interactions", s.interactions)
+}
+
+// verified reads the body once, checks Slack's v0 signature over it (and
+// that its timestamp is within five minutes), and only then parses the form.
+func (s *Slack) verified(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSlackBody))
+	if err != nil {
+		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
+		return nil, false
+	}
+	sv, err := slack.NewSecretsVerifier(r.Header, s.opts.SigningSecret)
+	if err == nil {
+		_, _ = sv.Write(body)
+		err = sv.Ensure()
+	}
+	if err != nil {
+		s.metrics.rejected.Inc()
+		s.log.WarnContext(r.Context(), "slack request refused: bad signature", "err", err, "remote", r.RemoteAddr)
+		http.Error(w, "invalid Slack signature", http.StatusUnauthorized)
+		return nil, false
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		http.Error(w, "malformed form body", http.StatusBadRequest)
+		return nil, false
+	}
+	return form, true
+}
+
+// interactions is POST /slack/interactions.
+func (s *Slack) interactions(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	form, ok := s.verified(w, r)
+	if !ok {
+		return
+	}
+	var cb slack.InteractionCallback
+	if err := json.Unmarshal([]byte(form.Get("payload")), &cb); err != nil {
+		http.Error(w, "payload is not an interaction", http.StatusBadRequest)
+		return
+	}
+	ctx := r.Context()
+	switch cb.Type {
+	case slack.InteractionTypeBlockActions:
+		s.blockActions(ctx, &cb)
+		w.WriteHeader(http.StatusOK)
+	case slack.InteractionTypeViewSubmission:
+		s.viewSubmission(ctx, w, &cb)
+	default:
+		w.WriteHeader(http.StatusOK) // view_closed and others need no answer
+	}
+	s.metrics.ack.WithLabelValues(string(cb.Type)).Observe(time.Since(start).Seconds())
+}
+
+func person(u slack.User) aah.Person {
+	name := u.Name
+	if u.RealName != "" {
+		name = u.RealName
+	}
+	return aah.Person{ID: u.ID, Name: name}
+}
+
+// tellUser shows a message only the user sees, next to where they acted.
+func (s *Slack) tellUser(channel, user, text string) {
+	if channel == "" || user == "" {
+		return
+	}
+	s.opts.Async.Go("ephemeral", func(ctx context.Context) {
+		if _, err := s.opts.Slack.PostEphemeralContext(ctx, channel, user, slack.MsgOptionText(text, false)); err != nil {
+			s.log.WarnContext(ctx, "could not send an ephemeral reply", "channel", channel, "user", user, "err", err)
+		}
+	})
+}
+
+type metrics struct {
+	ack      *prometheus.HistogramVec
+	rejected prometheus.Counter
+	actions  *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		ack: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "approvalbot_slack_interaction_ack_seconds",
+			Help:    "Time from receiving a Slack interaction to acknowledging it, by type.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}, []string{"type"}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "approvalbot_slack_requests_rejected_total",
+			Help: "Requests to the Slack endpoints refused for a missing, stale or wrong signature.",
+		}),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "approvalbot_slack_actions_total",
+			Help: "Reviewer actions by action and result: recorded, unchanged, refused, error.",
+		}, []string{"action", "result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.ack, m.rejected, m.actions)
+	}
+	return m
+}
