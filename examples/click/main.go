@@ -1,0 +1,135 @@
+// Command click acts in a local approvalbot as a Slack user would, until the
+// browser sandbox exists: it sends Slack-shaped interaction payloads, signed
+// with the v0 scheme, to the bot's /slack/interactions.
+//
+//	go run ./examples/click -request aah_decision_abc123 -user U0ALICE approve d1
+//	go run ./examples/click -request aah_decision_abc123 -user U0BOB select d3 next_week
+//	go run ./examples/click -request aah_decision_abc123 -user U0BOB comment d4 "Require CC"
+//	go run ./examples/click -request aah_decision_abc123 -user U0BOB reject d4
+//	go run ./examples/click -request aah_decision_abc123 -user U0BOB submit
+//
+// Other verbs: approve-all, reject-all, date <decision> 2026-03-01,
+// text <decision> "answer", number <decision> 42.
+package main
+
+import (
+	"cmp"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/approvalbot/approvalbot/blocks"
+	"github.com/approvalbot/approvalbot/bot"
+	"github.com/approvalbot/approvalbot/bot/slackemu"
+)
+
+func main() {
+	botURL := flag.String("bot", "http://localhost:8080", "the bot's base URL")
+	request := flag.String("request", "", "request id (required)")
+	user := flag.String("user", "U0ALICE", "the Slack user acting")
+	channel := flag.String("channel", "C0APPROVALS", "the channel the message is in")
+	secret := flag.String("secret", cmp.Or(os.Getenv("SLACK_SIGNING_SECRET"), bot.LocalSigningSecret), "Slack signing secret")
+	flag.Parse()
+	args := flag.Args()
+	if *request == "" || len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: click -request ID [-user U…] VERB [DECISION] [VALUE]")
+		os.Exit(2)
+	}
+	payload, err := build(args, *request, *user, *channel)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "click:", err)
+		os.Exit(2)
+	}
+	status, body, err := send(*botURL, *secret, payload)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "click:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("%s → HTTP %d %s\n", strings.Join(args, " "), status, body)
+	if status != http.StatusOK || strings.Contains(body, "errors") {
+		os.Exit(1)
+	}
+}
+
+// build makes the payload Slack would send for a verb.
+func build(args []string, request, user, channel string) (map[string]any, error) {
+	verb := args[0]
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
+	who := map[string]any{"id": user, "name": strings.ToLower(user)}
+	for _, u := range slackemu.DefaultWorkspace().Users { // the local emulator's members
+		if u.ID == user {
+			who["name"], who["real_name"] = u.Name, u.RealName
+		}
+	}
+	click := func(decision string, action map[string]any) map[string]any {
+		action["block_id"] = blocks.BlockID(0, request, decision)
+		return map[string]any{"type": "block_actions", "user": who, "trigger_id": "local." + strconv.FormatInt(time.Now().UnixNano(), 10),
+			"channel": map[string]any{"id": channel}, "container": map[string]any{"type": "message", "channel_id": channel},
+			"actions": []any{action}}
+	}
+	modal := func(callback, decision string, values map[string]any) map[string]any {
+		ref := blocks.ModalRef{RequestID: request, DecisionID: decision, Channel: channel}
+		return map[string]any{"type": "view_submission", "user": who, "view": map[string]any{"type": "modal",
+			"callback_id": callback, "private_metadata": ref.Encode(), "state": map[string]any{"values": values}}}
+	}
+	input := func(v string) map[string]any { return map[string]any{"type": "plain_text_input", "value": v} }
+	switch verb {
+	case "approve", "reject":
+		return click(arg(1), map[string]any{"action_id": verb, "type": "button", "value": strconv.FormatBool(verb == "approve")}), nil
+	case "approve-all", "reject-all":
+		return click(blocks.RequestScope, map[string]any{"action_id": strings.ReplaceAll(verb, "-", "_"), "type": "button"}), nil
+	case "submit":
+		return click(blocks.RequestScope, map[string]any{"action_id": blocks.ActionSubmit, "type": "button"}), nil
+	case "select":
+		return click(arg(1), map[string]any{"action_id": blocks.ActionSelect, "type": "static_select",
+			"selected_option": map[string]any{"value": arg(2)}}), nil
+	case "date":
+		return click(arg(1), map[string]any{"action_id": blocks.ActionDate, "type": "datepicker", "selected_date": arg(2)}), nil
+	case "comment":
+		return modal(blocks.ModalComment, arg(1), map[string]any{blocks.BlockComment: map[string]any{blocks.ActionText: input(arg(2))}}), nil
+	case "text", "number":
+		return modal(blocks.ModalInput, arg(1), map[string]any{blocks.BlockValue: map[string]any{blocks.ActionValue: input(arg(2))}}), nil
+	}
+	return nil, fmt.Errorf("unknown verb %q", verb)
+}
+
+// send posts the payload form-encoded and signed, as Slack does.
+func send(botURL, secret string, payload map[string]any) (int, string, error) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return 0, "", err
+	}
+	body := "payload=" + url.QueryEscape(string(raw))
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte("v0:" + ts + ":" + body))
+	req, err := http.NewRequest(http.MethodPost, strings.TrimRight(botURL, "/")+"/slack/interactions", strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
+}
