@@ -133,3 +133,14 @@ func ping(u string) error {
 	defer cancel()
 	return rdb.Ping(ctx).Err()
 }
+
+// URL is the shared test Redis as a redis:// URL, for code that reads
+// REDIS_URL itself (commands under test).
+func URL(tb testing.TB) string {
+	tb.Helper()
+	once.Do(start)
+	if initErr != nil {
+		tb.Fatalf("redistest: %v", initErr)
+	}
+	return addr
+}
