@@ -36,6 +36,10 @@ type DeliveryState struct {
 	// RoundStart is how many attempts came before the current round of
 	// retries: a redelivery starts a new round with the whole schedule.
 	RoundStart int
+	// Gen counts redeliveries. An attempt started in an earlier generation
+	// (it was in flight when the agent asked for a redelivery) is logged but
+	// cannot change the state the redelivery set.
+	Gen int
 }
 
 // DeliveryAttempt is one POST of the response to the agent.
@@ -46,6 +50,8 @@ type DeliveryAttempt struct {
 	Status     int       `json:"status,omitempty"` // HTTP status, 0 when none arrived
 	Error      string    `json:"error,omitempty"`
 	DurationMs int64     `json:"duration_ms"`
+	// Gen is the DeliveryState.Gen the attempt was started in.
+	Gen int `json:"gen,omitempty"`
 	// NextAttemptAt is when the next attempt is due, if one is.
 	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
 }
@@ -60,6 +66,7 @@ func decodeDelivery(h map[string]string) DeliveryState {
 		NextAttemptAt: fromMs(num("delivery_next_ms")),
 		WebhookID:     h["webhook_id"],
 		RoundStart:    int(num("delivery_round_start")),
+		Gen:           int(num("delivery_gen")),
 	}
 }
 
@@ -80,7 +87,14 @@ func (s *Store) RecordDeliveryAttempt(ctx context.Context, id string, a Delivery
 	if event == "" {
 		return fmt.Errorf("store: record delivery of %s: unknown state %q", id, state)
 	}
-	_, err := s.Update(ctx, id, func(Record) (*Change, error) {
+	_, err := s.Update(ctx, id, func(rec Record) (*Change, error) {
+		if a.Gen != rec.Delivery.Gen {
+			// A redelivery was asked for while this attempt ran: keep its
+			// record, but leave the state and the queued job to the redelivery.
+			return &Change{Push: []Push{{Key: s.keys.deliveries(id), Value: mustJSON(a), Cap: maxDeliveryLog}},
+				Audit: []AuditEvent{{Event: "delivery_attempted", Actor: "system",
+					Data: map[string]any{"attempt": a.N, "status": a.Status, "superseded_by_redelivery": true}}}}, nil
+		}
 		set := map[string]any{"delivery_state": state, "delivery_attempts": a.N, "delivery_error": a.Error}
 		var del []string
 		if a.NextAttemptAt != nil {
@@ -139,7 +153,8 @@ func (s *Store) Redeliver(ctx context.Context, id, actor string) (Record, error)
 			return nil, ErrNothingToDeliver
 		}
 		return &Change{
-			Set:   map[string]any{"delivery_state": DeliveryPending, "delivery_round_start": rec.Delivery.Attempts},
+			Set: map[string]any{"delivery_state": DeliveryPending, "delivery_round_start": rec.Delivery.Attempts,
+				"delivery_gen": rec.Delivery.Gen + 1},
 			Del:   []string{"delivery_next_ms"},
 			Jobs:  []JobAt{{ID: jobID(JobDeliver, id), At: s.now()}},
 			Audit: []AuditEvent{{Event: "redelivery_requested", Actor: actor}},

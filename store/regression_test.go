@@ -130,3 +130,53 @@ func TestWithdrawForgetsTheCancelledPostsAttempts(t *testing.T) {
 		t.Errorf("%s holds %d entries after the withdraw (%v)", key, n, err)
 	}
 }
+
+// A redelivery asked for while an attempt is in flight must survive that
+// attempt's outcome: the attempt once overwrote the state (to dead, or to a
+// retry hours later) and the redelivery was silently dropped.
+func TestRedeliveryOutlivesTheAttemptInFlight(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Client(t)
+	clk := newClock()
+	s, err := store.New(rdb, store.Options{Prefix: prefix, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	n := newReq("redeliver-race", "agent")
+	n.ResponseURL = "https://agent.example/cb"
+	if _, _, err := s.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update(ctx, n.ID, func(store.Record) (*store.Change, error) {
+		return &store.Change{Status: "resolved", Set: map[string]any{"response": `{"r":1}`, "delivery_state": store.DeliveryRetrying,
+			"delivery_attempts": 10}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	inFlight, _ := s.Get(ctx, n.ID) // the deliverer read this, then started attempt 11
+	if _, err := s.Redeliver(ctx, n.ID, "agent:agent"); err != nil {
+		t.Fatal(err)
+	}
+	// Attempt 11 (the schedule's last) fails and would make the delivery dead.
+	a := store.DeliveryAttempt{N: 11, At: clk.Now(), URL: n.ResponseURL, Status: 503, Error: "HTTP 503", Gen: inFlight.Delivery.Gen}
+	if err := s.RecordDeliveryAttempt(ctx, n.ID, a, store.DeliveryDead); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := s.Get(ctx, n.ID)
+	if rec.Delivery.State != store.DeliveryPending || rec.Delivery.Gen != 1 {
+		t.Errorf("after the superseded attempt: state %q gen %d, want pending gen 1", rec.Delivery.State, rec.Delivery.Gen)
+	}
+	attempts, _ := s.Deliveries(ctx, n.ID)
+	if len(attempts) != 1 || attempts[0].N != 11 {
+		t.Errorf("the superseded attempt was not logged: %+v", attempts)
+	}
+	jobs, err := s.Claim(ctx, shardOf(n.ID), 10, time.Minute)
+	var ids []string
+	for _, j := range jobs {
+		ids = append(ids, j.ID)
+	}
+	if err != nil || !slices.Contains(ids, "deliver:"+n.ID) {
+		t.Errorf("the redelivery's job is not due now: %v %v", ids, err)
+	}
+}

@@ -26,7 +26,7 @@ import (
 )
 
 // DefaultDeliverySchedule is how long the deliverer waits after each failed
-// attempt before the next one (±10% jitter, or longer if the agent's
+// attempt before the next one (plus 0–20% jitter, or longer if the agent's
 // Retry-After asks for it):
 //
 //	5s, 30s, 2m, 10m, 30m, 1h, 2h, 4h, 8h, 9h
@@ -196,7 +196,7 @@ func (d *Deliverer) Handle(ctx context.Context, job store.Job) error {
 		return fmt.Errorf("deliver %s: attempt %d abandoned: %w", rec.ID, n, res.abandoned)
 	}
 	a := store.DeliveryAttempt{N: n, At: res.at.UTC(), URL: rec.ResponseURL, Status: res.status,
-		Error: res.err, DurationMs: res.duration.Milliseconds()}
+		Error: res.err, DurationMs: res.duration.Milliseconds(), Gen: rec.Delivery.Gen}
 	state, outcome := d.settle(res, round, &a)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
@@ -452,13 +452,15 @@ func addressKind(a netip.Addr) string {
 	return kind
 }
 
-// jitter spreads d by ±10% so failed deliveries do not retry in step.
+// jitter spreads d by up to +20% so failed deliveries do not retry in step.
 func jitter(d time.Duration) time.Duration {
 	spread := int64(d) / 5
 	if spread <= 0 {
 		return d
 	}
-	return d - d/10 + time.Duration(rand.Int64N(spread+1))
+	// Upward only, so the schedule's total is a floor: retries always span
+	// at least the 24.7 h the schedule adds up to.
+	return d + time.Duration(rand.Int64N(spread+1))
 }
 
 // parseRetryAfter reads a Retry-After header, seconds or an HTTP date,
