@@ -24,6 +24,7 @@ type Answer struct {
 	// comment was given.
 	Value     any       `json:"value"`
 	Comment   string    `json:"comment,omitempty"`
+	CommentBy Person    `json:"comment_by,omitzero"` // who wrote Comment
 	By        Person    `json:"by"`
 	At        time.Time `json:"at"`
 	Defaulted bool      `json:"defaulted,omitempty"` // took the decision's default at resolution

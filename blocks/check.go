@@ -28,8 +28,9 @@ func Check(req *aah.Request) []aah.FieldError {
 	}
 	for i, d := range req.Data.Decisions {
 		path := fmt.Sprintf("%s.decisions[%d]", fieldData, i)
-		if n := utf8.RuneCountInString(d.Prompt); n > MaxPromptLength {
-			add(path+".prompt", "is %d characters; at most %d fit a Slack message and its input dialog", n, MaxPromptLength)
+		// Counted as Slack will see it: &, < and > are escaped for mrkdwn.
+		if n := utf8.RuneCountInString(escape(d.Prompt)); n > MaxPromptLength {
+			add(path+".prompt", "is %d characters (counting &, < and > as Slack's escapes); at most %d fit a Slack message and its input dialog", n, MaxPromptLength)
 		}
 		if n := utf8.RuneCountInString(d.Description); n > maxDescriptionLen {
 			add(path+".description", "is %d characters; at most %d are accepted", n, maxDescriptionLen)

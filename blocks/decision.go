@@ -53,7 +53,7 @@ func (r *renderer) decisionBlocks(i int, d aah.Decision) []slack.Block {
 	}
 	b.WriteString(tail)
 	r.truncated = r.truncated || cut
-	blocks := []slack.Block{section(b.String())}
+	blocks := []slack.Block{section(clampSection(b.String()))}
 	if r.open() {
 		blocks = append(blocks, r.controls(d, answer, answered, cut))
 	}
@@ -126,8 +126,7 @@ func (r *renderer) answerText(d aah.Decision, a aah.Answer, answered bool) strin
 			s = "\n:heavy_minus_sign: _No answer_"
 		}
 		if answered && a.Comment != "" {
-			c, _ := fit(a.Comment, commentBudget, "…")
-			s += fmt.Sprintf("\n:speech_balloon: <@%s>: %s", a.By.ID, strings.ReplaceAll(c, "\n", " "))
+			s += "\n:speech_balloon: " + commentText(a)
 		}
 		return s
 	}
@@ -149,10 +148,22 @@ func (r *renderer) answerText(d aah.Decision, a aah.Answer, answered bool) strin
 		s += " " + slackDate(a.At)
 	}
 	if a.Comment != "" {
-		c, _ := fit(a.Comment, commentBudget, "…")
-		s += "\n> " + strings.ReplaceAll(c, "\n", "\n> ")
+		s += "\n> " + commentText(a)
 	}
 	return s
+}
+
+// commentText is a comment on one line (newlines would multiply the quote
+// markers past the section's budget), with its author when that is not the
+// person who answered.
+func commentText(a aah.Answer) string {
+	c, _ := fit(strings.Join(strings.Fields(a.Comment), " "), commentBudget, "…")
+	if a.CommentBy.ID != "" && a.CommentBy.ID != a.By.ID {
+		c += fmt.Sprintf(" — <@%s>", a.CommentBy.ID)
+	} else if !a.Answered() && a.By.ID != "" {
+		c = fmt.Sprintf("<@%s>: %s", a.By.ID, c)
+	}
+	return c
 }
 
 // controls builds a decision's interactive elements. The current answer (or
@@ -238,4 +249,20 @@ func option(d aah.Decision, value string) *slack.OptionBlockObject {
 		return slack.NewOptionBlockObject(o.Value, slack.NewTextBlockObject(slack.PlainTextType, o.Label, true, false), desc)
 	}
 	return nil
+}
+
+// clampSection is the last guard of Slack's section limit: budgets keep a
+// section below it, and if they ever do not, the section is cut at a line
+// break (never inside an escape sequence or a <…> token) with a marker,
+// rather than Slack refusing the whole message.
+func clampSection(s string) string {
+	if utf8.RuneCountInString(s) <= MaxSectionText {
+		return s
+	}
+	r := []rune(s)[:MaxSectionText-utf8.RuneCountInString(truncatedMarker)-1]
+	cut := string(r)
+	if i := strings.LastIndex(cut, "\n"); i > 0 {
+		cut = cut[:i]
+	}
+	return cut + "\n" + strings.TrimPrefix(truncatedMarker, "… ")
 }

@@ -150,3 +150,25 @@ func checkSlackLimits(t *testing.T, msg blocks.Message) {
 		t.Errorf("Slack would reject this message: %v", e)
 	}
 }
+
+// The longest prompt Slack can take, plus a comment of newlines and a long
+// answer, still fits a section: the message must never become one Slack
+// refuses (a refused chat.update would freeze it with stale buttons).
+func TestWorstCaseSectionsFitSlack(t *testing.T) {
+	t.Parallel()
+	prompt := strings.Repeat("Is this fine? ", 142) // ~1990 characters
+	req := parse(t, wrap(`{"id":"big","type":"text","prompt":"`+prompt+`","description":"`+strings.Repeat("d ", 2000)+`","required":true}`))
+	comment := strings.Repeat("\n", 150) + strings.Repeat("why ", 200)
+	for _, st := range []aah.Status{aah.StatusPartial, aah.StatusResolved} {
+		msg := blocks.Render(req, blocks.State{Status: st, Version: 2, Answers: map[string]aah.Answer{
+			"big": {DecisionID: "big", Value: strings.Repeat("answer ", 400), Comment: comment,
+				By: aah.Person{ID: "U0ALICE"}, CommentBy: aah.Person{ID: "U0BOB"}}}})
+		checkSlackLimits(t, msg)
+	}
+	// A prompt that only grows past the limit once escaped is refused at intake.
+	amp := parse(t, wrap(`{"id":"a","type":"approval","prompt":"ok?","required":true}`))
+	amp.Data.Decisions[0].Prompt = strings.Repeat("&", 500)
+	if probs := blocks.Check(amp); len(probs) != 1 || !strings.Contains(probs[0].Field, "prompt") {
+		t.Errorf("Check of an &-heavy prompt = %v", probs)
+	}
+}

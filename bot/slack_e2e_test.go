@@ -400,3 +400,66 @@ func TestInputModalValidatesAgainstConstraints(t *testing.T) {
 		t.Errorf("after a valid answer: %v %+v", rec.Status, rec.Answers["tag"])
 	}
 }
+
+// Only the reviewers a request names may answer it, and when none of them
+// can be found in Slack nobody may (the rule fails closed, not open).
+func TestOnlyNamedReviewersMayAnswer(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startJobs()
+	reviewers := func(list ...any) func(map[string]any) {
+		return func(doc map[string]any) {
+			doc["extensions"] = map[string]any{"slack": map[string]any{"reviewers": list}}
+		}
+	}
+	named := h.postAndWait(exampleWith(t, "named", reviewers("U0ALICE", "bob@example.com", "ghost@example.com")))
+	unresolvable := h.postAndWait(exampleWith(t, "unresolvable", reviewers("ghost@example.com")))
+
+	ok(t, h.click(mallory, named, "d1", button(blocks.ActionApprove, "true")))
+	ok(t, h.click(alice, named, "d1", button(blocks.ActionApprove, "true"))) // named by id
+	ok(t, h.click(bob, named, "d2", button(blocks.ActionApprove, "true")))   // named by email
+	ok(t, h.click(alice, unresolvable, "d1", button(blocks.ActionApprove, "true")))
+	rec, _ := h.store.Get(context.Background(), named)
+	if _, ok := rec.Answers["d1"]; !ok || rec.Answers["d1"].By.ID != alice.id || rec.Answers["d2"].By.ID != bob.id {
+		t.Errorf("named reviewers' answers: %+v", rec.Answers)
+	}
+	if rec, _ := h.store.Get(context.Background(), unresolvable); len(rec.Answers) != 0 {
+		t.Errorf("with no resolvable reviewer someone could answer: %+v", rec.Answers)
+	}
+	if err := h.emu.WaitFor(ctxTimeout(t, 5*time.Second), func(s *slackemu.Snapshot) bool {
+		return len(s.Ephemerals("C0APPROVALS", mallory.id)) == 1 && len(s.Ephemerals("C0APPROVALS", alice.id)) == 1
+	}); err != nil {
+		t.Errorf("refused reviewers were not told: %v", err)
+	}
+}
+
+// A comment stays with its author: when another reviewer changes the
+// answer, the first reviewer's rationale does not become theirs.
+func TestCommentsStayWithTheirAuthor(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startJobs()
+	id := h.postAndWait(example(t))
+	ref := blocks.ModalRef{RequestID: id, DecisionID: "d4", Channel: "C0APPROVALS"}
+	ok(t, h.click(alice, id, "d4", button(blocks.ActionReject, "false")))
+	ok(t, h.submitModal(alice, blocks.ModalComment, ref, map[string]map[string]any{"comment": {"text": textInput("Spam risk")}}))
+	ok(t, h.click(bob, id, "d4", button(blocks.ActionApprove, "true")))
+	rec, _ := h.store.Get(context.Background(), id)
+	if a := rec.Answers["d4"]; a.Value != true || a.By.ID != bob.id || a.Comment != "" {
+		t.Errorf("Bob's answer carries %q by %s", a.Comment, a.CommentBy.ID)
+	}
+	ok(t, h.submitModal(bob, blocks.ModalComment, ref, map[string]map[string]any{"comment": {"text": textInput("Trial drives signups")}}))
+	ok(t, h.click(bob, id, "d4", button(blocks.ActionApprove, "true"))) // a double click keeps it
+	rec, _ = h.store.Get(context.Background(), id)
+	if a := rec.Answers["d4"]; a.Comment != "Trial drives signups" || a.CommentBy.ID != bob.id {
+		t.Errorf("Bob's own comment: %+v", a)
+	}
+	entries, _ := h.store.Audit(context.Background(), id)
+	found := false
+	for _, e := range entries {
+		found = found || (e.Event == "commented" && e.Data["comment"] == "Spam risk")
+	}
+	if !found {
+		t.Error("Alice's comment is not in the audit trail")
+	}
+}

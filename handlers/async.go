@@ -33,13 +33,23 @@ func NewAsync(workers, queue int) *Async {
 	for range workers {
 		a.wg.Go(func() {
 			for t := range a.queue {
-				ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
-				t.fn(ctx)
-				cancel()
+				a.run(t)
 			}
 		})
 	}
 	return a
+}
+
+// run calls one task; a panic in it is logged, not fatal to the process.
+func (a *Async) run(t task) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	defer cancel()
+	defer func() {
+		if v := recover(); v != nil {
+			a.log.Error("async Slack call panicked", "call", t.name, "panic", v)
+		}
+	}()
+	t.fn(ctx)
 }
 
 // WithLogger sets where dropped calls are reported.

@@ -24,7 +24,10 @@ func (s *Slack) viewSubmission(ctx context.Context, w http.ResponseWriter, cb *s
 		return
 	}
 	by := person(cb.User)
-	values := cb.View.State.Values
+	var values map[string]map[string]slack.BlockAction
+	if cb.View.State != nil {
+		values = cb.View.State.Values
+	}
 	comment, hasComment := values[blocks.BlockComment][blocks.ActionText]
 	switch cb.View.CallbackID {
 	case blocks.ModalComment:

@@ -146,6 +146,13 @@ func (s *Store) VerifyAll(ctx context.Context) (VerifyReport, error) {
 		if err := s.VerifyChain(name, global); err != nil {
 			rep.Problems = append(rep.Problems, err)
 		}
+		head, err := s.rdb.Get(ctx, s.keys.auditShardHead(shard)).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return rep, fmt.Errorf("store: read audit head of shard %d: %w", shard, err)
+		}
+		if err := tailMatches(name, global, head); err != nil {
+			rep.Problems = append(rep.Problems, err)
+		}
 		chains := map[string][]AuditEntry{}
 		for _, g := range global {
 			if _, seen := chains[g.RequestID]; !seen {
@@ -159,6 +166,13 @@ func (s *Store) VerifyAll(ctx context.Context) (VerifyReport, error) {
 				if err := s.VerifyChain("request "+g.RequestID, entries); err != nil {
 					rep.Problems = append(rep.Problems, err)
 				}
+				head, err := s.rdb.HGet(ctx, s.keys.request(g.RequestID), "audit_head").Result()
+				if err != nil && !errors.Is(err, redis.Nil) {
+					return rep, fmt.Errorf("store: read audit head of %s: %w", g.RequestID, err)
+				}
+				if err := tailMatches("request "+g.RequestID, entries, head); err != nil {
+					rep.Problems = append(rep.Problems, err)
+				}
 			}
 			entries := chains[g.RequestID]
 			if !containsHash(entries, g.EntryHash) {
@@ -168,6 +182,25 @@ func (s *Store) VerifyAll(ctx context.Context) (VerifyReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// tailMatches checks a chain ends where its stored head says it does, so
+// dropping the newest entries is noticed too. (Dropping them and rewriting
+// the head as well takes write access to Redis; an external anchor of the
+// heads is the defence against that.)
+func tailMatches(name string, entries []AuditEntry, head string) error {
+	want := chainHead{}
+	if n := len(entries); n > 0 {
+		want = chainHead{seq: entries[n-1].Seq, hash: entries[n-1].Hash}
+	}
+	if head == "" && len(entries) == 0 {
+		return nil
+	}
+	if got := parseHead(head); got != want {
+		return &ChainError{Chain: name, Seq: want.seq + 1,
+			Reason: fmt.Sprintf("the chain ends at entry %d but its head records entry %d: entries were removed from its end", want.seq, got.seq)}
+	}
+	return nil
 }
 
 func containsHash(entries []AuditEntry, h string) bool {

@@ -108,3 +108,26 @@ func TestAuditChainsDetectTampering(t *testing.T) {
 		})
 	}
 }
+
+// Dropping the newest entries, from the request's chain and from the shard's
+// global chain alike, leaves every remaining hash valid; the stored heads
+// still give it away.
+func TestAuditTruncationIsDetected(t *testing.T) {
+	t.Parallel()
+	st, id, keyOf := auditFixture(t, "k")
+	rdb, _ := redistest.Client(t)
+	ctx := context.Background()
+	rdb.RPop(ctx, keyOf("audit:"+id))
+	rdb.RPop(ctx, keyOf("audit"))
+	entries, _ := st.Audit(ctx, id)
+	if err := st.VerifyChain("request "+id, entries); err != nil {
+		t.Fatalf("the truncated chain's hashes should still verify: %v", err)
+	}
+	rep, err := st.VerifyAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 2 {
+		t.Errorf("VerifyAll problems = %v, want the request's and the shard's truncation", rep.Problems)
+	}
+}

@@ -35,6 +35,14 @@ type Push struct {
 	Cap   int64
 }
 
+// auditOnly reports a change that only records an event (a refused click):
+// the request itself does not change, so its updated time stays and long
+// polls are not woken.
+func (ch *Change) auditOnly() bool {
+	return len(ch.Set) == 0 && len(ch.Del) == 0 && len(ch.Answers) == 0 && ch.Status == "" && !ch.Bump &&
+		len(ch.Jobs) == 0 && len(ch.Cancel) == 0 && len(ch.Push) == 0
+}
+
 // JobAt schedules a job.
 type JobAt struct {
 	ID string
@@ -56,6 +64,7 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 	reqKey, headKey := s.keys.request(id), s.keys.auditShardHead(shardOf(id))
 	for attempt := range 200 {
 		var out Record
+		var quiet bool
 		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
 			h, err := tx.HGetAll(ctx, reqKey).Result()
 			if err != nil {
@@ -77,6 +86,7 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 				out = rec
 				return errNoChange
 			}
+			quiet = ch.auditOnly()
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				s.queueChange(ctx, p, rec, parseHead(h["audit_head"]), parseHead(head), ch)
 				return nil
@@ -85,7 +95,9 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 		}, reqKey, headKey)
 		switch {
 		case err == nil:
-			s.publishChange(ctx, id)
+			if !quiet {
+				s.publishChange(ctx, id)
+			}
 			return s.Get(ctx, id)
 		case errors.Is(err, errNoChange):
 			return out, nil
@@ -107,7 +119,10 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 	now := s.now()
 	key := s.keys.request(rec.ID)
 	shard := shardOf(rec.ID)
-	fields := []any{"updated_ms", now.UnixMilli()}
+	var fields []any
+	if !ch.auditOnly() {
+		fields = append(fields, "updated_ms", now.UnixMilli())
+	}
 	for k, v := range ch.Set {
 		fields = append(fields, k, v)
 	}
@@ -133,7 +148,9 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 		reqHead, _ = s.queueAudit(ctx, p, rec.ID, now, reqHead, shardHead, ch.Audit)
 		fields = append(fields, "audit_head", reqHead.String())
 	}
-	p.HSet(ctx, key, fields...)
+	if len(fields) > 0 {
+		p.HSet(ctx, key, fields...)
+	}
 	if len(ch.Del) > 0 {
 		p.HDel(ctx, key, ch.Del...)
 	}

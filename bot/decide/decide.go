@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/store"
@@ -83,7 +84,12 @@ func (d *Decider) Answer(ctx context.Context, requestID string, by aah.Person, v
 			if had && prev.Answered() && reflect.DeepEqual(prev.Value, v) && prev.By.ID == by.ID {
 				continue // the same person repeating the same answer: nothing to record
 			}
-			a := aah.Answer{DecisionID: id, Value: v, Comment: prev.Comment, By: by, At: now}
+			a := aah.Answer{DecisionID: id, Value: v, By: by, At: now}
+			if prev.CommentBy.ID == by.ID {
+				// A person's comment stays with their own answer; someone
+				// else's rationale does not carry over to it (the audit keeps it).
+				a.Comment, a.CommentBy = prev.Comment, prev.CommentBy
+			}
 			answers[id] = a
 			ch.Answers = append(ch.Answers, a)
 			data := map[string]any{"decision_id": id, "value": v}
@@ -124,7 +130,7 @@ func (d *Decider) Comment(ctx context.Context, requestID, decisionID string, by 
 		if _, ok := req.Decision(decisionID); !ok {
 			return f.refuse(rec, by, "comment", &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", decisionID)})
 		}
-		if len(text) > aah.MaxTextLength {
+		if utf8.RuneCountInString(text) > aah.MaxTextLength {
 			return f.refuse(rec, by, "comment", &Refusal{Reason: "A comment holds at most 3000 characters.", Field: "comment"})
 		}
 		a := rec.Answers[decisionID]
@@ -132,7 +138,7 @@ func (d *Decider) Comment(ctx context.Context, requestID, decisionID string, by 
 			return nil, nil
 		}
 		prev := a.Comment
-		a.DecisionID, a.Comment = decisionID, text
+		a.DecisionID, a.Comment, a.CommentBy = decisionID, text, by
 		if !a.Answered() {
 			a.By, a.At = by, d.now().UTC() // a comment before any answer
 		}
@@ -197,22 +203,28 @@ func (d *Decider) open(rec store.Record, by aah.Person) (*aah.Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stored request %s does not parse: %w", rec.ID, err)
 	}
-	if allowed := reviewerIDs(rec.Mentions); len(allowed) > 0 && !allowed[by.ID] {
+	if len(req.Slack.Reviewers) > 0 && !isReviewer(req.Slack.Reviewers, rec.Mentions, by.ID) {
 		return nil, &Refusal{Reason: "Only the reviewers this request names can answer it."}
 	}
 	return req, nil
 }
 
-// reviewerIDs are the Slack users a request named as reviewers (resolved
-// when it was posted); empty means anyone who sees the message may answer.
-func reviewerIDs(mentions []string) map[string]bool {
-	ids := map[string]bool{}
-	for _, m := range mentions {
-		if id, ok := strings.CutPrefix(m, "<@"); ok {
-			ids[strings.TrimSuffix(id, ">")] = true
+// isReviewer reports whether user is one of the reviewers a request names:
+// named by Slack id, or by an email that resolved to them when the message
+// was posted. It fails closed: when no named reviewer could be resolved,
+// nobody may answer (rather than everybody).
+func isReviewer(named, mentions []string, user string) bool {
+	for _, r := range named {
+		if r == user {
+			return true
 		}
 	}
-	return ids
+	for _, m := range mentions {
+		if id, ok := strings.CutPrefix(m, "<@"); ok && strings.TrimSuffix(id, ">") == user {
+			return true
+		}
+	}
+	return false
 }
 
 func closedReason(rec store.Record) string {
