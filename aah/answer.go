@@ -28,6 +28,7 @@ type Answer struct {
 	By        Person    `json:"by"`
 	At        time.Time `json:"at"`
 	Defaulted bool      `json:"defaulted,omitempty"` // took the decision's default at resolution
+	TimedOut  bool      `json:"timed_out,omitempty"` // given by the on_deadline action (approve/reject)
 }
 
 // Answered reports whether the answer carries a value (not just a comment).

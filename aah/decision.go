@@ -16,6 +16,7 @@ import (
 // and action ids (255 characters) and in Redis keys.
 const (
 	MaxReviewers   = 50
+	MaxReminders   = 10
 	MaxTextLength  = 3000 // Slack's plain_text_input max_length
 	DateOnlyLayout = "2006-01-02"
 )

@@ -225,8 +225,18 @@ func (p *parser) request(root node) *Request {
 			p.fail(lc.field("status"), "a new request must be %q, got %q", StatusPending, r.Lifecycle.Status)
 		}
 	}
+	r.OnDeadline = DeadlineExpire
 	if ext := root.field("extensions"); p.object(ext, false) {
 		p.slackHints(ext.field("slack"), r)
+		if od := ext.field("on_deadline"); !od.absent() {
+			switch a := DeadlineAction(p.str(od, true)); a {
+			case DeadlineExpire, DeadlineApplyDefaults, DeadlineReject, DeadlineApprove:
+				r.OnDeadline = a
+			case "":
+			default:
+				p.fail(od, "must be expire, apply_defaults, reject or approve; got %q", a)
+			}
+		}
 	}
 	return r
 }
@@ -398,6 +408,30 @@ func (p *parser) slackHints(n node, r *Request) {
 	r.Slack.Channel = p.str(cn, false)
 	if r.Slack.Channel != "" && !slackChannelPattern.MatchString(r.Slack.Channel) {
 		p.fail(cn, "must be a Slack channel id (C…, G…, D…) or a channel name like #approvals")
+	}
+	if rem := n.field("reminders"); p.object(rem, false) {
+		plan := &ReminderPlan{}
+		if every := p.str(rem.field("every"), true); every != "" {
+			d, err := ParseDuration(every)
+			switch {
+			case err != nil:
+				p.fail(rem.field("every"), "%v", err)
+			case d < time.Minute:
+				p.fail(rem.field("every"), "must be at least 1m: reminders are for people")
+			default:
+				plan.Every = d
+			}
+		}
+		if max := p.number(rem.field("max")); max != nil {
+			if *max < 0 || *max > MaxReminders || *max != float64(int(*max)) {
+				p.fail(rem.field("max"), "must be a whole number from 0 to %d", MaxReminders)
+			} else {
+				plan.Max = int(*max)
+			}
+		} else if rem.field("max").absent() {
+			p.fail(rem.field("max"), "is required (0 turns reminders off)")
+		}
+		r.Slack.Reminders = plan
 	}
 	rn := n.field("reviewers")
 	reviewers := p.array(rn)

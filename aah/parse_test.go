@@ -79,7 +79,8 @@ func TestParseSeedExample(t *testing.T) {
 			ResponseDeadline: deadline,
 			Priority:         "high",
 		},
-		Lifecycle: aah.Lifecycle{Status: "pending", Visibility: "team"},
+		Lifecycle:  aah.Lifecycle{Status: "pending", Visibility: "team"},
+		OnDeadline: aah.DeadlineExpire,
 	}
 	if !reflect.DeepEqual(req, want) {
 		t.Errorf("parsed seed example:\n got %+v\nwant %+v", *req, *want)

@@ -4,8 +4,10 @@ package aah_test
 // comment says what went wrong.
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
 )
@@ -105,5 +107,37 @@ func TestProblemReportedOncePerField(t *testing.T) {
 			t.Parallel()
 			matchProblems(t, problemsOf(t, mutated(t, tc.edit), aah.ParseOptions{Now: seedNow}), one(tc.field, tc.msg))
 		})
+	}
+}
+
+// extensions.on_deadline and extensions.slack.reminders are validated like
+// every other field.
+func TestTimingExtensions(t *testing.T) {
+	t.Parallel()
+	parse := func(ext string) (*aah.Request, error) {
+		raw := mutated(t, set("extensions", js(ext)))
+		return aah.Parse(raw, aah.ParseOptions{Now: seedNow})
+	}
+	req, err := parse(`{"on_deadline":"apply_defaults","slack":{"reminders":{"every":"PT2H","max":3}}}`)
+	if err != nil || req.OnDeadline != aah.DeadlineApplyDefaults || req.Slack.Reminders == nil ||
+		req.Slack.Reminders.Every != 2*time.Hour || req.Slack.Reminders.Max != 3 {
+		t.Fatalf("valid extensions: %+v %v", req, err)
+	}
+	if req, _ := parse(`{}`); req.OnDeadline != aah.DeadlineExpire || req.Slack.Reminders != nil {
+		t.Errorf("defaults: on_deadline %q, reminders %+v", req.OnDeadline, req.Slack.Reminders)
+	}
+	for ext, field := range map[string]string{
+		`{"on_deadline":"ignore"}`:                         "extensions.on_deadline",
+		`{"slack":{"reminders":{"every":"10s","max":1}}}`:  "extensions.slack.reminders.every",
+		`{"slack":{"reminders":{"every":"1h","max":11}}}`:  "extensions.slack.reminders.max",
+		`{"slack":{"reminders":{"every":"1h"}}}`:           "extensions.slack.reminders.max",
+		`{"slack":{"reminders":{"every":"soon","max":2}}}`: "extensions.slack.reminders.every",
+		`{"slack":{"reminders":{"every":"1h","max":1.5}}}`: "extensions.slack.reminders.max",
+	} {
+		_, err := parse(ext)
+		var verr *aah.ValidationError
+		if !errors.As(err, &verr) || verr.Problems[0].Field != field {
+			t.Errorf("%s: %v, want a problem at %s", ext, err, field)
+		}
 	}
 }

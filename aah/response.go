@@ -103,6 +103,9 @@ type DecisionAnswer struct {
 	DecidedBy *Person `json:"decided_by,omitempty"`
 	// Defaulted says nobody answered and the decision took its default.
 	Defaulted bool `json:"defaulted,omitempty"`
+	// TimedOut says nobody answered before the deadline and the request's
+	// on_deadline action (approve or reject) gave this answer.
+	TimedOut bool `json:"timed_out,omitempty"`
 	// Answered is false for a decision nobody answered that has no default.
 	Answered *bool `json:"answered,omitempty"`
 }
@@ -163,7 +166,7 @@ func BuildResponse(req *Request, answers map[string]Answer, opts ResponseOptions
 
 	people := map[string]bool{}
 	for _, d := range req.Data.Decisions {
-		if a, ok := answers[d.ID]; ok && !a.Defaulted && a.By.ID != "" && answerValue(d, a) != nil {
+		if a, ok := answers[d.ID]; ok && !a.Defaulted && !a.TimedOut && a.By.ID != "" && answerValue(d, a) != nil {
 			people[a.By.ID] = true
 		}
 	}
@@ -197,8 +200,8 @@ func decisionAnswer(d Decision, a Answer, namePeople bool) DecisionAnswer {
 	default:
 		out.Value = v
 	}
-	if a.Defaulted {
-		out.Defaulted = true
+	if a.Defaulted || a.TimedOut {
+		out.Defaulted, out.TimedOut = a.Defaulted, a.TimedOut
 		return out
 	}
 	if !a.At.IsZero() {

@@ -78,7 +78,28 @@ type Request struct {
 	Handoff    Handoff    `json:"handoff"`
 	Lifecycle  Lifecycle  `json:"lifecycle"`
 	Slack      SlackHints `json:"-"` // extensions.slack
+	// OnDeadline is extensions.on_deadline: what happens when the deadline
+	// passes with the request still open (default DeadlineExpire).
+	OnDeadline DeadlineAction `json:"-"`
 }
+
+// DeadlineAction is the timeout action applied at the deadline.
+type DeadlineAction string
+
+// The deadline actions (seed 001 §2.4 timeout actions, as extensions.on_deadline).
+const (
+	// DeadlineExpire: status expired; the response says nothing was decided
+	// and lists what was answered.
+	DeadlineExpire DeadlineAction = "expire"
+	// DeadlineApplyDefaults resolves with each unanswered decision's default,
+	// or expires when a required one has none.
+	DeadlineApplyDefaults DeadlineAction = "apply_defaults"
+	// DeadlineReject / DeadlineApprove answer every unanswered approval
+	// decision; other unanswered decisions take their default, and the
+	// request expires if a required one still has no value.
+	DeadlineReject  DeadlineAction = "reject"
+	DeadlineApprove DeadlineAction = "approve"
+)
 
 // Artifact is the artifact header.
 type Artifact struct {
@@ -181,6 +202,15 @@ type Lifecycle struct {
 type SlackHints struct {
 	Channel   string
 	Reviewers []string // Slack user ids (U…/W…) or email addresses
+	// Reminders overrides the configured reminder schedule; nil keeps it.
+	Reminders *ReminderPlan
+}
+
+// ReminderPlan is extensions.slack.reminders: remind every Every, at most Max
+// times (0 turns reminders off).
+type ReminderPlan struct {
+	Every time.Duration
+	Max   int
 }
 
 // EffectiveDeadline is data.deadline, or handoff.response_deadline when the

@@ -37,6 +37,9 @@ type Config struct {
 	CallbackSecret       string `envconfig:"CALLBACK_SECRET"`
 	AuditKey             string `envconfig:"AUDIT_KEY"`
 
+	ReminderInterval time.Duration `envconfig:"REMINDER_INTERVAL" default:"4h"`
+	ReminderMax      int           `envconfig:"REMINDER_MAX" default:"3"`
+
 	WorkerConcurrency int           `envconfig:"WORKER_CONCURRENCY" default:"4"`
 	JobLease          time.Duration `envconfig:"JOB_LEASE" default:"60s"`
 	JobMaxAttempts    int           `envconfig:"JOB_MAX_ATTEMPTS" default:"12"`
@@ -152,6 +155,12 @@ func (c *Config) validate() error {
 	}
 	if c.JobPollInterval < 10*time.Millisecond || c.JobPollInterval > time.Minute {
 		add("JOB_POLL_INTERVAL must be from 10ms to 1m")
+	}
+	if c.ReminderInterval < time.Minute {
+		add("REMINDER_INTERVAL must be at least 1m")
+	}
+	if c.ReminderMax < 0 || c.ReminderMax > 10 {
+		add("REMINDER_MAX must be from 0 (no reminders) to 10")
 	}
 	if c.JobMaxAttempts < 1 {
 		add("JOB_MAX_ATTEMPTS must be at least 1")

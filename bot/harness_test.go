@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -76,23 +77,23 @@ func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *s
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.New(rdb, store.Options{Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := prometheus.NewRegistry()
 	metrics := bot.NewMetrics(reg)
 	httpClient := emu.Client()
 	httpClient.Transport = metrics.InstrumentTransport(httpClient.Transport)
 	deps := bot.Deps{
-		Store: st, Metrics: metrics, Registry: reg, Logger: testLogger(t),
+		Metrics: metrics, Registry: reg, Logger: testLogger(t),
 		Slack:         slack.New(emu.Token(), slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(httpClient)),
 		RateLimitHold: 200 * time.Millisecond,
 	}
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}
-	deps.Config = cfg
+	st, err := store.New(rdb, store.Options{Prefix: prefix, Now: deps.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps.Store, deps.Config = st, cfg
 	svc, err := bot.NewService(deps)
 	if err != nil {
 		t.Fatal(err)
@@ -189,12 +190,14 @@ func (h *harness) waitIdle() {
 	}
 }
 
-// scheduledLater reports jobs due in the future (retries), which Depth's
-// "due now" count leaves out.
+// scheduledLater reports jobs due within the next minute (retries), which
+// Depth's "due now" count leaves out; timers due later (deadlines,
+// escalations) are not work in progress.
 func (h *harness) scheduledLater() bool {
+	soon := strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10)
 	for shard := range store.Shards {
 		key := h.prefix + ":{s" + twoDigits(shard) + "}:jobs:due"
-		if n, _ := h.rdb.ZCard(context.Background(), key).Result(); n > 0 {
+		if n, _ := h.rdb.ZCount(context.Background(), key, "-inf", soon).Result(); n > 0 {
 			return true
 		}
 	}
@@ -287,3 +290,32 @@ type (
 )
 
 func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
+
+// fakeClock is the clock of a harness whose timers a test drives: the store,
+// intake, decisions and the runner all read it. It runs like real time
+// (pacing and retries keep working) and a test jumps it forward with Set.
+type fakeClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().UTC().Add(c.offset)
+}
+
+// Set jumps the clock forward to t.
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d := time.Until(t); d > c.offset {
+		c.offset = d
+	}
+}
+
+func withClock(c *fakeClock) harnessOption {
+	return func(_ *configT, d *depsT) { d.Now = c.Now }
+}

@@ -18,6 +18,7 @@ type Metrics struct {
 	updates     *prometheus.CounterVec
 	jobs        *prometheus.CounterVec
 	jobDuration *prometheus.HistogramVec
+	lateness    *prometheus.HistogramVec
 	slackAPI    *prometheus.HistogramVec
 }
 
@@ -42,6 +43,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to run one job, by kind.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
 		}, []string{"kind"}),
+		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "approvalbot_job_lateness_seconds",
+			Help:    "How late a job started after its due time (timers: reminders, escalation, deadlines), by kind.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}, []string{"kind"}),
 		slackAPI: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "approvalbot_slack_api_duration_seconds",
 			Help:    "Slack Web API call latency, by method and HTTP status (\"error\" when no response arrived).",
@@ -49,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"method", "status"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.posts, m.updates, m.jobs, m.jobDuration, m.slackAPI)
+		reg.MustRegister(m.posts, m.updates, m.jobs, m.jobDuration, m.lateness, m.slackAPI)
 	}
 	return m
 }

@@ -51,6 +51,8 @@ type RunnerOptions struct {
 	MaxBackoff   time.Duration         // default 5m
 	Metrics      *Metrics
 	Logger       *slog.Logger
+	// Now is the clock job due times are measured against (the store's).
+	Now func() time.Time
 }
 
 // Runner drains the job queue: it claims due jobs shard by shard, runs each
@@ -80,6 +82,9 @@ func NewRunner(q Queue, opts RunnerOptions) (*Runner, error) {
 	opts.MaxBackoff = cmp.Or(opts.MaxBackoff, 5*time.Minute)
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	log := opts.Logger
 	if log == nil {
@@ -156,6 +161,7 @@ func (r *Runner) Run(ctx context.Context) error {
 // its lease, so a slow Slack call is abandoned before another runner may
 // reclaim the job: a job is never executing in two places at once.
 func (r *Runner) process(ctx context.Context, j store.Job) {
+	r.opts.Metrics.lateness.WithLabelValues(j.Kind).Observe(max(r.opts.Now().Sub(j.Due), 0).Seconds())
 	h, ok := r.opts.Handlers[j.Kind]
 	if !ok {
 		r.settle(ctx, j, "bury", r.q.Bury(context.WithoutCancel(ctx), j, "no handler for job kind "+j.Kind))
@@ -177,7 +183,7 @@ func (r *Runner) process(ctx context.Context, j store.Job) {
 	case errors.As(err, &retry) && (retry.Free || j.Attempt < r.opts.MaxAttempts):
 		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "rescheduled").Inc()
 		r.log.DebugContext(ctx, "job rescheduled", "job", j.ID, "after", retry.After, "reason", retry.Reason)
-		r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, time.Now().Add(retry.After), !retry.Free))
+		r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, r.opts.Now().Add(retry.After), !retry.Free))
 	case j.Attempt >= r.opts.MaxAttempts:
 		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "dead").Inc()
 		r.log.ErrorContext(ctx, "job failed for the last time; dead-lettered", "job", j.ID, "attempt", j.Attempt, "err", err)
@@ -188,7 +194,7 @@ func (r *Runner) process(ctx context.Context, j store.Job) {
 		delay := r.backoff(j.Attempt)
 		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "failed").Inc()
 		r.log.WarnContext(ctx, "job failed; will retry", "job", j.ID, "attempt", j.Attempt, "retry_in", delay, "err", err)
-		r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, time.Now().Add(delay), true))
+		r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, r.opts.Now().Add(delay), true))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/bot/decide"
 	"github.com/approvalbot/approvalbot/handlers"
 	"github.com/approvalbot/approvalbot/store"
@@ -37,6 +38,9 @@ type Deps struct {
 	// RateLimitHold overrides how long a 429 without Retry-After holds a
 	// channel (tests shorten it).
 	RateLimitHold time.Duration
+	// Now is the clock of intake, decisions and timers; it must be the
+	// store's (store.Options.Now). Default time.Now.
+	Now func() time.Time
 }
 
 // Service is a running approvalbot.
@@ -55,6 +59,10 @@ func NewService(d Deps) (*Service, error) {
 		return nil, errors.New("bot: service needs a store, a Slack client, metrics, a registry and a logger")
 	}
 	cfg := d.Config
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	decider := decide.NewDecider(d.Store, d.Now)
 	poster, err := NewPoster(PosterOptions{
 		Slack: d.Slack, Records: d.Store, PostInterval: cfg.SlackPostInterval, RateLimitHold: d.RateLimitHold,
 		Metrics: d.Metrics, Logger: d.Logger.With("component", "poster"),
@@ -71,16 +79,17 @@ func NewService(d Deps) (*Service, error) {
 	}
 	jobHandlers := poster.Handlers()
 	jobHandlers[store.JobDeliver] = deliverer
+	jobHandlers[store.JobExpire] = deadlineJob{decider: decider, log: d.Logger.With("component", "deadline")}
 	runner, err := NewRunner(d.Store, RunnerOptions{
 		Handlers: jobHandlers, Concurrency: cfg.WorkerConcurrency, Lease: cfg.JobLease,
-		MaxAttempts: cfg.JobMaxAttempts, PollInterval: cfg.JobPollInterval, Metrics: d.Metrics, Logger: d.Logger.With("component", "runner"),
+		MaxAttempts: cfg.JobMaxAttempts, PollInterval: cfg.JobPollInterval, Now: d.Now, Metrics: d.Metrics, Logger: d.Logger.With("component", "runner"),
 	})
 	if err != nil {
 		return nil, err
 	}
 	async := handlers.NewAsync(8, 1024).WithLogger(d.Logger.With("component", "slack-async"))
 	slackHandlers, err := handlers.New(handlers.Options{
-		SigningSecret: cfg.SlackSigningSecret, Decisions: decide.NewDecider(d.Store, nil), Requests: d.Store,
+		SigningSecret: cfg.SlackSigningSecret, Decisions: decider, Requests: d.Store,
 		Slack: d.Slack, Async: async, Logger: d.Logger.With("component", "slack"), Registry: d.Registry,
 		Wake: runner.Wake,
 	})
@@ -92,7 +101,8 @@ func NewService(d Deps) (*Service, error) {
 	api, err := webhook.New(webhook.Options{
 		Waiters: webhook.NewWaiters(d.Store.SubscribeChanges(changesCtx)),
 		Store:   d.Store, Tokens: cfg.Tokens(), AllowAnonymous: cfg.LocalMode(),
-		DefaultChannel: cfg.SlackDefaultChannel, MaxBodyBytes: cfg.IntakeMaxBodyBytes,
+		DefaultChannel: cfg.SlackDefaultChannel, MaxBodyBytes: cfg.IntakeMaxBodyBytes, Now: d.Now,
+		Reminders:              aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax},
 		AllowInsecureCallbacks: cfg.CallbackAllowPrivate, Jobs: runner,
 		Metrics: webhook.NewMetrics(d.Registry), Logger: d.Logger.With("component", "intake"),
 	})
@@ -172,4 +182,12 @@ func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+func kinds(handlers map[string]JobHandler) map[string]bool {
+	out := make(map[string]bool, len(handlers))
+	for k := range handlers {
+		out[k] = true
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,7 +22,9 @@ type Job struct {
 	RequestID string
 	Attempt   int // 1 on the first run
 	Shard     int
-	token     string
+	// Due is when the job was due; claim time minus Due is its lateness.
+	Due   time.Time
+	token string
 }
 
 // ErrLeaseLost means the job's lease expired and another worker may own it.
@@ -45,12 +48,14 @@ func (s *Store) Claim(ctx context.Context, shard, max int, lease time.Duration) 
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("store: claim jobs of shard %d: %w", shard, err)
 	}
-	jobs := make([]Job, 0, len(res)/2)
-	for i := 0; i+1 < len(res); i += 2 {
+	jobs := make([]Job, 0, len(res)/3)
+	for i := 0; i+2 < len(res); i += 3 {
 		id, _ := res[i].(string)
 		attempt, _ := res[i+1].(int64)
+		dueMs, _ := strconv.ParseFloat(fmt.Sprint(res[i+2]), 64)
 		kind, reqID, _ := strings.Cut(id, ":")
-		jobs = append(jobs, Job{ID: id, Kind: kind, RequestID: reqID, Attempt: int(attempt), Shard: shard, token: token})
+		jobs = append(jobs, Job{ID: id, Kind: kind, RequestID: reqID, Attempt: int(attempt), Shard: shard,
+			Due: time.UnixMilli(int64(dueMs)), token: token})
 	}
 	return jobs, nil
 }

@@ -21,6 +21,9 @@ type NewRequest struct {
 	BodyHash    string          // identifies the body for idempotent replays
 	Channel     string          // Slack channel to post to
 	ResponseURL string          // handoff.response_url, "" when the agent polls
+	// Timers are the request's timed jobs (reminders, escalation, deadline),
+	// scheduled with it; every one is cancelled when the request closes.
+	Timers []JobAt
 }
 
 // Record is a stored request and everything known about it since.
@@ -49,6 +52,12 @@ type Record struct {
 	Mentions []string
 	Slack    SlackState
 	Delivery DeliveryState
+	// Timers lists the ids of the request's timed jobs still to cancel
+	// when it closes.
+	Timers []string
+	// EscalatedTo are the Slack users the request was escalated to; they may
+	// answer it like its named reviewers.
+	EscalatedTo []string
 }
 
 // SlackState is where and how the request's message was posted.
@@ -72,7 +81,27 @@ const (
 	JobPost    = "post"    // post the request's message
 	JobSync    = "sync"    // bring the posted message up to date
 	JobDeliver = "deliver" // POST the decision response to the agent
+	// Timers: "remind:<id>:<n>", "escalate:<id>:<step>", "expire:<id>".
+	JobRemind   = "remind"
+	JobEscalate = "escalate"
+	JobExpire   = "expire"
 )
+
+// TimerID names a request's n-th timer of a kind ("remind:<id>:2").
+func TimerID(kind, requestID string, n int) string {
+	return kind + ":" + requestID + ":" + strconv.Itoa(n)
+}
+
+// SplitTimer splits the request part of a numbered timer's job
+// ("<id>:<n>", as Job.RequestID holds it) into the request id and n.
+func SplitTimer(rest string) (requestID string, n int, ok bool) {
+	i := strings.LastIndexByte(rest, ':')
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(rest[i+1:])
+	return rest[:i], n, err == nil
+}
 
 func jobID(kind, requestID string) string { return kind + ":" + requestID }
 
@@ -112,8 +141,14 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				reqHead, _ := s.queueAudit(ctx, p, n.ID, now, chainHead{}, parseHead(head),
 					[]AuditEvent{{Event: "requested", Actor: "agent:" + n.Agent, Data: map[string]any{"channel": n.Channel}}})
+				timerIDs := make([]string, len(n.Timers))
+				for i, tm := range n.Timers {
+					timerIDs[i] = tm.ID
+					p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(tm.At.UnixMilli()), Member: tm.ID})
+				}
 				fields := map[string]string{"id": n.ID, "agent": n.Agent, "status": string(aah.StatusPending),
-					"doc": string(n.Document), "hash": n.BodyHash, "channel": n.Channel, "response_url": n.ResponseURL,
+					"timers": mustJSON(timerIDs),
+					"doc":    string(n.Document), "hash": n.BodyHash, "channel": n.Channel, "response_url": n.ResponseURL,
 					"version": "1", "received_ms": strconv.FormatInt(ms, 10), "updated_ms": strconv.FormatInt(ms, 10),
 					"audit_head": reqHead.String()}
 				p.HSet(ctx, reqKey, fields)
@@ -178,6 +213,8 @@ func decodeRecord(h map[string]string) Record {
 		ResolvedAt:  fromMs(num("resolved_ms")),
 		ResolvedBy:  decodePerson(h["resolved_by"]),
 		Mentions:    decodeList(h["mentions"]),
+		Timers:      decodeTimers(h["timers"]),
+		EscalatedTo: decodeTimers(h["escalated_to"]),
 		Slack: SlackState{
 			Channel:         h["slack_channel"],
 			TS:              h["slack_ts"],
@@ -216,6 +253,14 @@ func decodeList(s string) []string {
 	var out []string
 	_ = json.Unmarshal([]byte(s), &out)
 	return out
+}
+
+// decodeTimers reads the timer id list; none is nil.
+func decodeTimers(s string) []string {
+	if out := decodeList(s); len(out) > 0 {
+		return out
+	}
+	return nil
 }
 
 // Withdraw marks an open request withdrawn on behalf of its agent. Its

@@ -20,8 +20,8 @@ import "github.com/redis/go-redis/v9"
 //	ARGV[3] -> most jobs to claim
 //	ARGV[4] -> lease token of this claim
 //
-// Returns a flat list {job id, attempt, job id, attempt, ...}; attempt counts
-// from 1, and reclaims count as attempts.
+// Returns a flat list {job id, attempt, due ms, job id, ...}; attempt counts
+// from 1, and reclaims count as attempts; due is when the job was due.
 var claimJobs = redis.NewScript(`
 local now = tonumber(ARGV[1])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, ARGV[3])
@@ -36,9 +36,10 @@ end
 -- so it never hides the claimable jobs behind it.
 local want, skipped, claimed, out = tonumber(ARGV[3]), 0, 0, {}
 while claimed < want and skipped < 1000 do
-  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', skipped, want - claimed)
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', skipped, want - claimed)
   if #ids == 0 then break end
-  for _, id in ipairs(ids) do
+  for i = 1, #ids, 2 do
+    local id, due = ids[i], ids[i + 1]
     if redis.call('ZSCORE', KEYS[2], id) then
       skipped = skipped + 1
     else
@@ -48,6 +49,7 @@ while claimed < want and skipped < 1000 do
       claimed = claimed + 1
       out[#out + 1] = id
       out[#out + 1] = redis.call('HINCRBY', KEYS[4], id, 1)
+      out[#out + 1] = due
     end
   end
 end

@@ -26,6 +26,9 @@ type Change struct {
 	Cancel []string     // job ids to unschedule (e.g. a post nobody needs)
 	Audit  []AuditEvent // appended to the request's and the shard's chains
 	Push   []Push       // entries appended to the request's other lists
+	// Timers schedules more of the request's timed jobs (a next reminder);
+	// like those scheduled with it, they are cancelled when it closes.
+	Timers []JobAt
 }
 
 // Push appends to a list of the request's shard, keeping its last Cap entries.
@@ -40,7 +43,7 @@ type Push struct {
 // polls are not woken.
 func (ch *Change) auditOnly() bool {
 	return len(ch.Set) == 0 && len(ch.Del) == 0 && len(ch.Answers) == 0 && ch.Status == "" && !ch.Bump &&
-		len(ch.Jobs) == 0 && len(ch.Cancel) == 0 && len(ch.Push) == 0
+		len(ch.Jobs) == 0 && len(ch.Cancel) == 0 && len(ch.Push) == 0 && len(ch.Timers) == 0
 }
 
 // JobAt schedules a job.
@@ -138,6 +141,20 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 		p.ZAdd(ctx, s.keys.agentIndex(shard, rec.Agent, ch.Status), redis.Z{Score: score, Member: rec.ID})
 	}
 	jobs := s.keys.jobs(shard)
+	timers := rec.Timers
+	for _, tm := range ch.Timers {
+		timers = append(timers, tm.ID)
+		p.ZAdd(ctx, jobs.due, redis.Z{Score: float64(tm.At.UnixMilli()), Member: tm.ID})
+	}
+	if ch.Status != "" && !ch.Status.Open() && rec.Status.Open() {
+		// Closing the request (resolved, expired, withdrawn) cancels every
+		// timer it has, in this same transaction: none can fire late.
+		ch.Cancel = append(ch.Cancel, timers...)
+		timers = nil
+	}
+	if len(ch.Timers) > 0 || len(timers) != len(rec.Timers) {
+		fields = append(fields, "timers", mustJSON(timers))
+	}
 	if ch.Bump {
 		fields = append(fields, "version", rec.Version+1)
 		if rec.Posted() {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/store"
 )
 
@@ -43,6 +44,12 @@ type Options struct {
 	MaxBodyBytes int64
 	// AllowInsecureCallbacks accepts http:// and private response URLs.
 	AllowInsecureCallbacks bool
+	// Reminders is the reminder schedule of requests that do not set their
+	// own (extensions.slack.reminders); Max 0 sends none.
+	Reminders aah.ReminderPlan
+	// TimerKinds are the timer job kinds the job runner handles
+	// (store.JobExpire, JobEscalate, JobRemind); intake schedules only those.
+	TimerKinds map[string]bool
 	// Jobs is told when new work is queued, so a local worker starts at once.
 	Jobs interface{ Wake() }
 	// Waiters wakes long polls (GET /v1/requests/{id}?wait=30s) when their

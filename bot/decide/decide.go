@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -203,7 +204,7 @@ func (d *Decider) open(rec store.Record, by aah.Person) (*aah.Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stored request %s does not parse: %w", rec.ID, err)
 	}
-	if len(req.Slack.Reviewers) > 0 && !isReviewer(req.Slack.Reviewers, rec.Mentions, by.ID) {
+	if len(req.Slack.Reviewers) > 0 && !isReviewer(req.Slack.Reviewers, rec.Mentions, by.ID) && !slices.Contains(rec.EscalatedTo, by.ID) {
 		return nil, &Refusal{Reason: "Only the reviewers this request names can answer it."}
 	}
 	return req, nil
@@ -267,11 +268,26 @@ func (f *refusal) result(out Outcome, rec store.Record, err error) (Outcome, err
 // resolve turns the change into the resolution: status, the immutable
 // response artifact, and its delivery, all in the same transaction.
 func (d *Decider) resolve(rec store.Record, req *aah.Request, answers map[string]aah.Answer, by aah.Person, ch *store.Change) (*store.Change, error) {
+	return d.finish(rec, req, answers, by, ch, aah.OutcomeResolved), nil
+}
+
+// finish closes the request with a response: resolved, or expired (the
+// deadline passed; the response says nothing was decided). The response is
+// built once, here, and never changes; its delivery is scheduled with it.
+func (d *Decider) finish(rec store.Record, req *aah.Request, answers map[string]aah.Answer, by aah.Person, ch *store.Change, outcome string) *store.Change {
 	now := d.now().UTC()
 	resp := aah.BuildResponse(req, answers, aah.ResponseOptions{
-		ID: "aah_decision_resp_" + uuid.NewString(), CreatedAt: now, ResolvedBy: by,
+		ID: "aah_decision_resp_" + uuid.NewString(), CreatedAt: now, ResolvedBy: by, Outcome: outcome,
 	})
 	ch.Status = aah.StatusResolved
+	event := "resolved"
+	if outcome == aah.OutcomeExpired {
+		ch.Status, event = aah.StatusExpired, "expired"
+	}
+	if ch.Set == nil {
+		ch.Set = map[string]any{}
+	}
+	ch.Bump = true
 	ch.Set["response"] = string(resp.JSON())
 	ch.Set["resolved_ms"] = now.UnixMilli()
 	ch.Set["resolved_by"] = mustPerson(by)
@@ -280,9 +296,13 @@ func (d *Decider) resolve(rec store.Record, req *aah.Request, answers map[string
 		ch.Set["webhook_id"] = "msg_" + resp.Artifact.ID
 		ch.Jobs = append(ch.Jobs, store.JobAt{ID: store.JobID(store.JobDeliver, rec.ID), At: now})
 	}
-	ch.Audit = append(ch.Audit, store.AuditEvent{Event: "resolved", Actor: by.AgentID(),
+	actor := by.AgentID()
+	if by.ID == "" {
+		actor = "system"
+	}
+	ch.Audit = append(ch.Audit, store.AuditEvent{Event: event, Actor: actor,
 		Data: map[string]any{"overall_status": resp.Content.Body.Data.OverallStatus, "response_id": resp.Artifact.ID}})
-	return ch, nil
+	return ch
 }
 
 func mustPerson(p aah.Person) string { return p.ID + "|" + p.Name }
