@@ -103,6 +103,7 @@ func NewService(d Deps) (*Service, error) {
 		Store:   d.Store, Tokens: cfg.Tokens(), AllowAnonymous: cfg.LocalMode(),
 		DefaultChannel: cfg.SlackDefaultChannel, MaxBodyBytes: cfg.IntakeMaxBodyBytes, Now: d.Now,
 		Reminders:              aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax},
+		TimerKinds:             kinds(jobHandlers),
 		AllowInsecureCallbacks: cfg.CallbackAllowPrivate, Jobs: runner,
 		Metrics: webhook.NewMetrics(d.Registry), Logger: d.Logger.With("component", "intake"),
 	})
