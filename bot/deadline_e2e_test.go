@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -204,4 +205,58 @@ func TestClosingCancelsTheDeadline(t *testing.T) {
 	if v := metricValue(t, h.reg, "approvalbot_jobs_total", map[string]string{"kind": "expire"}); v != 0 {
 		t.Errorf("%v expire jobs ran, want none", v)
 	}
+}
+
+// Three bot processes on one Redis race for the same deadline timers: every
+// request expires exactly once and its response is delivered once.
+func TestThreeProcessesApplyEachDeadlineOnce(t *testing.T) {
+	t.Parallel()
+	clk := newFakeClock()
+	fast := func(c *configT, _ *depsT) { c.SlackPostInterval = time.Millisecond }
+	first := newHarness(t, withClock(clk), fast)
+	procs := []*harness{first,
+		newHarnessOn(t, first.rdb, first.prefix, first.emu, withClock(clk), fast),
+		newHarnessOn(t, first.rdb, first.prefix, first.emu, withClock(clk), fast)}
+	agent := newReceiver(t, testCallbackSecret)
+	deadline := clk.Now().Add(time.Hour)
+	const n = 20
+	var ids []string
+	for i := range n {
+		ids = append(ids, procs[i%3].postAndWaitQuiet(timed(t, "race-"+strconv.Itoa(i), deadline, "", agent.srv.URL)))
+	}
+	for _, p := range procs {
+		p.startJobs()
+	}
+	first.waitIdle()
+	clk.Set(deadline.Add(time.Second))
+	for _, id := range ids {
+		first.waitStatus(id, aah.StatusExpired)
+	}
+	for range n {
+		agent.wait(t, 10*time.Second)
+	}
+	first.waitIdle()
+	for _, id := range ids {
+		entries, _ := first.store.Audit(context.Background(), id)
+		count := map[string]int{}
+		for _, e := range entries {
+			count[e.Event]++
+		}
+		if count["deadline_passed"] != 1 || count["expired"] != 1 || count["delivery_succeeded"] != 1 {
+			t.Errorf("%s: %v, want one deadline, one expiry, one delivery", id, count)
+		}
+	}
+	if got := len(agent.deliveries()); got != n {
+		t.Errorf("%d deliveries for %d requests", got, n)
+	}
+}
+
+// postAndWaitQuiet submits a request; its message is posted once jobs run.
+func (h *harness) postAndWaitQuiet(body []byte) string {
+	h.t.Helper()
+	r := h.post(body)
+	if r.Status != http.StatusAccepted {
+		h.t.Fatalf("POST: %d %s", r.Status, r.Body)
+	}
+	return r.json(h.t)["id"].(string)
 }

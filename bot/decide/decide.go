@@ -61,25 +61,18 @@ type Outcome struct {
 // Answer records values for one or more decisions (several: "approve all")
 // by one person. values holds typed values by decision id.
 func (d *Decider) Answer(ctx context.Context, requestID string, by aah.Person, values map[string]any) (Outcome, error) {
-	var out Outcome
-	var f refusal
-	rec, err := d.store.Update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
-		out, f = Outcome{}, refusal{}
-		req, err := d.open(rec, by)
-		if err != nil {
-			return f.refuse(rec, by, "answer", err)
-		}
+	return d.act(ctx, requestID, by, "answer", func(rec store.Record, req *aah.Request, out *Outcome) (*store.Change, error) {
 		now := d.now().UTC()
 		ch := &store.Change{Set: map[string]any{}}
 		answers := cloneAnswers(rec.Answers)
 		for id, raw := range values {
 			dec, ok := req.Decision(id)
 			if !ok {
-				return f.refuse(rec, by, "answer", &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", id)})
+				return nil, &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", id)}
 			}
 			v, err := aah.CheckAnswer(dec, raw)
 			if err != nil {
-				return f.refuse(rec, by, "answer", &Refusal{Reason: fmt.Sprintf("%s: %v", dec.Prompt, err), Field: "value"})
+				return nil, &Refusal{Reason: fmt.Sprintf("%s: %v", dec.Prompt, err), Field: "value"}
 			}
 			prev, had := answers[id]
 			if had && prev.Answered() && reflect.DeepEqual(prev.Value, v) && prev.By.ID == by.ID {
@@ -113,26 +106,18 @@ func (d *Decider) Answer(ctx context.Context, requestID string, by aah.Person, v
 		}
 		return ch, nil
 	})
-	return f.result(out, rec, err)
 }
 
 // Comment records a person's comment on a decision. The comment belongs to
 // the decision's answer (and is kept when the value changes later).
 func (d *Decider) Comment(ctx context.Context, requestID, decisionID string, by aah.Person, text string) (Outcome, error) {
 	text = strings.TrimSpace(text)
-	var out Outcome
-	var f refusal
-	rec, err := d.store.Update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
-		out, f = Outcome{}, refusal{}
-		req, err := d.open(rec, by)
-		if err != nil {
-			return f.refuse(rec, by, "comment", err)
-		}
+	return d.act(ctx, requestID, by, "comment", func(rec store.Record, req *aah.Request, out *Outcome) (*store.Change, error) {
 		if _, ok := req.Decision(decisionID); !ok {
-			return f.refuse(rec, by, "comment", &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", decisionID)})
+			return nil, &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", decisionID)}
 		}
 		if utf8.RuneCountInString(text) > aah.MaxTextLength {
-			return f.refuse(rec, by, "comment", &Refusal{Reason: "A comment holds at most 3000 characters.", Field: "comment"})
+			return nil, &Refusal{Reason: "A comment holds at most 3000 characters.", Field: "comment"}
 		}
 		a := rec.Answers[decisionID]
 		if a.Comment == text {
@@ -150,20 +135,12 @@ func (d *Decider) Comment(ctx context.Context, requestID, decisionID string, by 
 				Data: map[string]any{"decision_id": decisionID, "comment": text, "previous_comment": prev}}},
 		}, nil
 	})
-	return f.result(out, rec, err)
 }
 
 // Submit resolves a request with several decisions once every required one
 // is answered; unanswered optional decisions take their default.
 func (d *Decider) Submit(ctx context.Context, requestID string, by aah.Person) (Outcome, error) {
-	var out Outcome
-	var f refusal
-	rec, err := d.store.Update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
-		out, f = Outcome{}, refusal{}
-		req, err := d.open(rec, by)
-		if err != nil {
-			return f.refuse(rec, by, "submit", err)
-		}
+	return d.act(ctx, requestID, by, "submit", func(rec store.Record, req *aah.Request, out *Outcome) (*store.Change, error) {
 		answers := cloneAnswers(rec.Answers)
 		var missing []string
 		for _, dec := range req.Data.Decisions {
@@ -180,7 +157,7 @@ func (d *Decider) Submit(ctx context.Context, requestID string, by aah.Person) (
 			}
 		}
 		if len(missing) > 0 {
-			return f.refuse(rec, by, "submit", &Refusal{Reason: "Answer every required decision before submitting. Still open: " + strings.Join(missing, "; ")})
+			return nil, &Refusal{Reason: "Answer every required decision before submitting. Still open: " + strings.Join(missing, "; ")}
 		}
 		out.Changed, out.Resolved = true, true
 		ch := &store.Change{Set: map[string]any{}, Bump: true,
@@ -192,7 +169,6 @@ func (d *Decider) Submit(ctx context.Context, requestID string, by aah.Person) (
 		}
 		return d.resolve(rec, req, answers, by, ch)
 	})
-	return f.result(out, rec, err)
 }
 
 // open parses an open request; a closed one is a Refusal saying why.
@@ -238,6 +214,28 @@ func closedReason(rec store.Record) string {
 		return "This request expired at its deadline; nothing was changed."
 	}
 	return "This request can no longer be answered."
+}
+
+// act runs one reviewer action in one Update: it opens the request (a closed
+// request, or a person who may not answer it, is refused) and lets decide say
+// what changes. A *Refusal from decide is audited and returned after the
+// commit; any other error aborts the update.
+func (d *Decider) act(ctx context.Context, requestID string, by aah.Person, action string,
+	decide func(rec store.Record, req *aah.Request, out *Outcome) (*store.Change, error)) (Outcome, error) {
+	var out Outcome
+	var f refusal
+	rec, err := d.store.Update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
+		out, f = Outcome{}, refusal{}
+		req, err := d.open(rec, by)
+		if err == nil {
+			var ch *store.Change
+			if ch, err = decide(rec, req, &out); err == nil {
+				return ch, nil
+			}
+		}
+		return f.refuse(rec, by, action, err)
+	})
+	return f.result(out, rec, err)
 }
 
 // refusal collects a refused action: its click_refused audit entry is
