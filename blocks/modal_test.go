@@ -1,10 +1,7 @@
 package blocks_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -32,24 +29,7 @@ func TestModalsGolden(t *testing.T) {
 	for name, view := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			got, err := json.MarshalIndent(view, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, '\n')
-			path := filepath.Join("testdata", "golden", name+".json")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read golden file (run go test ./blocks -update to create it): %v", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the golden file; inspect with -update and git diff", path)
-			}
+			golden(t, name, view)
 			compact, _ := json.Marshal(view)
 			for _, e := range slackemu.ValidateView(compact) {
 				t.Errorf("Slack would reject this modal: %v", e)

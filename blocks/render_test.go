@@ -95,24 +95,7 @@ func TestRenderGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			msg := blocks.Render(c.req, c.st)
-			got, err := json.MarshalIndent(map[string]any{"text": msg.Text, "blocks": msg.Blocks}, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, '\n')
-			path := filepath.Join("testdata", "golden", name+".json")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read golden file (run go test ./blocks -update to create it): %v", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the golden file; inspect with -update and git diff.\ngot:\n%s", path, got)
-			}
+			golden(t, name, map[string]any{"text": msg.Text, "blocks": msg.Blocks})
 			checkSlackLimits(t, msg)
 		})
 	}
@@ -170,5 +153,29 @@ func TestWorstCaseSectionsFitSlack(t *testing.T) {
 	amp.Data.Decisions[0].Prompt = strings.Repeat("&", 500)
 	if probs := blocks.Check(amp); len(probs) != 1 || !strings.Contains(probs[0].Field, "prompt") {
 		t.Errorf("Check of an &-heavy prompt = %v", probs)
+	}
+}
+
+// golden compares v, as indented JSON, with testdata/golden/<name>.json;
+// -update rewrites the file instead.
+func golden(t *testing.T, name string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", "golden", name+".json")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test ./blocks -update to create it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file; inspect with -update and git diff.\ngot:\n%s", path, got)
 	}
 }
