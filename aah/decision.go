@@ -34,6 +34,9 @@ func ValidRequestID(s string) bool { return requestIDPattern.MatchString(s) }
 // IsSlackUserID reports whether s looks like a Slack user id (U… or W…).
 func IsSlackUserID(s string) bool { return slackUserPattern.MatchString(s) }
 
+// IsEmail reports whether s is a bare email address (no display name).
+func IsEmail(s string) bool { return looksLikeEmail(s) }
+
 func looksLikeEmail(s string) bool {
 	a, err := mail.ParseAddress(s)
 	return err == nil && a.Address == s && a.Name == ""

@@ -27,6 +27,9 @@ type State struct {
 	ClosedAt time.Time
 	// ResolvedBy is who resolved the request (the outcome names them).
 	ResolvedBy aah.Person
+	// EscalatedTo names whom an escalated request was escalated to, in Slack
+	// syntax ("<@U123>", "<#C123>") or as plain text ("#general").
+	EscalatedTo []string
 }
 
 // Message is a rendered message: notification text plus blocks.
@@ -150,6 +153,9 @@ func (r *renderer) statusBanner() string {
 		}
 		return ":white_check_mark: *Resolved*" + at + "."
 	case aah.StatusEscalated:
+		if len(r.st.EscalatedTo) > 0 {
+			return fmt.Sprintf(":arrow_heading_up: *Escalated* to %s: still waiting for a decision.", strings.Join(r.st.EscalatedTo, ", "))
+		}
 		return ":arrow_heading_up: *Escalated*: still waiting for a decision."
 	}
 	return ""

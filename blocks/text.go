@@ -93,3 +93,10 @@ func plural(n int, unit string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, unit)
 }
+
+// Escape makes agent-supplied text safe inside mrkdwn (see escape); for
+// other messages the bot builds, such as reminders.
+func Escape(s string) string { return escape(s) }
+
+// Date is Slack's reader-local date formatting of t, with a UTC fallback.
+func Date(t time.Time) string { return slackDate(t) }

@@ -130,7 +130,7 @@ func TestDeadlineActions(t *testing.T) {
 			h := newHarness(t, withClock(clk))
 			h.startJobs()
 			agent := newReceiver(t, testCallbackSecret)
-			deadline := clk.Now().Add(48 * time.Hour)
+			deadline := clk.Now().Add(48 * time.Hour).Truncate(time.Second) // RFC 3339 drops the fraction
 			id := h.postAndWait(timed(t, "deadline", deadline, c.action, agent.srv.URL))
 			if c.aliceAnswer {
 				ok(t, h.click(alice, id, "d1", button(blocks.ActionApprove, "true")))
@@ -173,7 +173,7 @@ func TestClosingCancelsTheDeadline(t *testing.T) {
 	clk := newFakeClock()
 	h := newHarness(t, withClock(clk))
 	h.startJobs()
-	deadline := clk.Now().Add(time.Hour)
+	deadline := clk.Now().Add(time.Hour).Truncate(time.Second)
 	resolved := h.postAndWait(timed(t, "resolved-first", deadline, "reject", ""))
 	withdrawn := h.postAndWait(timed(t, "withdrawn-first", deadline, "reject", ""))
 	ok(t, h.click(alice, resolved, blocks.RequestScope, button(blocks.ActionApproveAll, blocks.RequestScope)))
@@ -218,7 +218,7 @@ func TestThreeProcessesApplyEachDeadlineOnce(t *testing.T) {
 		newHarnessOn(t, first.rdb, first.prefix, first.emu, withClock(clk), fast),
 		newHarnessOn(t, first.rdb, first.prefix, first.emu, withClock(clk), fast)}
 	agent := newReceiver(t, testCallbackSecret)
-	deadline := clk.Now().Add(time.Hour)
+	deadline := clk.Now().Add(time.Hour).Truncate(time.Second)
 	const n = 20
 	var ids []string
 	for i := range n {

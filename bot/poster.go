@@ -208,7 +208,7 @@ func (p *Poster) load(ctx context.Context, id string) (store.Record, *aah.Reques
 
 func stateOf(rec store.Record) blocks.State {
 	st := blocks.State{Status: rec.Status, Version: rec.Version, ReceivedAt: rec.ReceivedAt, Mentions: rec.Mentions,
-		Answers: rec.Answers, ResolvedBy: rec.ResolvedBy}
+		Answers: rec.Answers, ResolvedBy: rec.ResolvedBy, EscalatedTo: escalationMentions(rec)}
 	switch {
 	case !rec.WithdrawnAt.IsZero():
 		st.ClosedAt = rec.WithdrawnAt

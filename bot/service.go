@@ -28,6 +28,7 @@ type Deps struct {
 	Slack  interface {
 		SlackAPI
 		handlers.SlackAPI
+		TimerSlackAPI
 	}
 	// Metrics must be the Metrics whose transport instruments Slack.
 	Metrics  *Metrics
@@ -80,6 +81,10 @@ func NewService(d Deps) (*Service, error) {
 	jobHandlers := poster.Handlers()
 	jobHandlers[store.JobDeliver] = deliverer
 	jobHandlers[store.JobExpire] = deadlineJob{decider: decider, log: d.Logger.With("component", "deadline")}
+	timers := timerDeps{store: d.Store, slack: d.Slack, now: d.Now}
+	jobHandlers[store.JobRemind] = reminderJob{timerDeps: timers.with(d.Logger, "reminders"),
+		plan: aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax}}
+	jobHandlers[store.JobEscalate] = escalationJob{timers.with(d.Logger, "escalation")}
 	runner, err := NewRunner(d.Store, RunnerOptions{
 		Handlers: jobHandlers, Concurrency: cfg.WorkerConcurrency, Lease: cfg.JobLease,
 		MaxAttempts: cfg.JobMaxAttempts, PollInterval: cfg.JobPollInterval, Now: d.Now, Metrics: d.Metrics, Logger: d.Logger.With("component", "runner"),

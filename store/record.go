@@ -58,7 +58,38 @@ type Record struct {
 	// EscalatedTo are the Slack users the request was escalated to; they may
 	// answer it like its named reviewers.
 	EscalatedTo []string
+	// EscalatedChannels are the channels the request was escalated to (as
+	// data.escalation named them: an id or "#name").
+	EscalatedChannels []string
+	// EscalatedSteps are the escalation steps (indexes into data.escalation)
+	// already applied, or given up on as unresolvable: a step runs once.
+	EscalatedSteps []int
+	// EscalationError says why escalation steps could not be resolved
+	// ("step 1 (some-role): ..."); empty when every step resolved.
+	EscalationError string
+	// EscalationSent lists, by step, the users and channels the escalated
+	// request was sent to (or that refused it for good), so a retry sends
+	// only to the rest.
+	EscalationSent map[int][]string
+	// Reminded lists, by reminder number, the recipients that reminder has
+	// been handled for (reached, or refused for good): Slack user ids, or
+	// ReminderThread for the reply in the request's thread.
+	Reminded map[int][]string
+	// RemindersDone is the number of the last reminder completed (audited,
+	// the next one scheduled); 0 before the first.
+	RemindersDone int
 }
+
+// ReminderThread is the recipient of a reminder posted as a reply in the
+// request's thread (requests that name no reviewers).
+const ReminderThread = "thread"
+
+// Request hash fields of reminders and escalation, numbered per reminder or
+// step: "reminded_2", "escalation_sent_0".
+const (
+	RemindedField       = "reminded_"
+	EscalationSentField = "escalation_sent_"
+)
 
 // SlackState is where and how the request's message was posted.
 type SlackState struct {
@@ -215,6 +246,10 @@ func decodeRecord(h map[string]string) Record {
 		Mentions:    decodeList(h["mentions"]),
 		Timers:      decodeTimers(h["timers"]),
 		EscalatedTo: decodeTimers(h["escalated_to"]),
+
+		EscalatedChannels: decodeTimers(h["escalated_channels"]),
+		EscalationError:   h["escalation_error"],
+		RemindersDone:     int(num("reminders_done")),
 		Slack: SlackState{
 			Channel:         h["slack_channel"],
 			TS:              h["slack_ts"],
@@ -229,7 +264,26 @@ func decodeRecord(h map[string]string) Record {
 	if r := h["response"]; r != "" {
 		rec.Response = json.RawMessage(r)
 	}
+	_ = json.Unmarshal([]byte(h["escalated_steps"]), &rec.EscalatedSteps)
+	numbered := func(m *map[int][]string, k, prefix, v string) {
+		n, err := strconv.Atoi(strings.TrimPrefix(k, prefix))
+		if err != nil {
+			return
+		}
+		if *m == nil {
+			*m = map[int][]string{}
+		}
+		(*m)[n] = decodeList(v)
+	}
 	for k, v := range h {
+		switch {
+		case strings.HasPrefix(k, RemindedField):
+			numbered(&rec.Reminded, k, RemindedField, v)
+			continue
+		case strings.HasPrefix(k, EscalationSentField):
+			numbered(&rec.EscalationSent, k, EscalationSentField, v)
+			continue
+		}
 		if decisionID, ok := strings.CutPrefix(k, answerField); ok {
 			var a aah.Answer
 			if json.Unmarshal([]byte(v), &a) == nil {

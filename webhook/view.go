@@ -28,6 +28,17 @@ type requestView struct {
 	// Callback is the delivery of Response to handoff.response_url; absent
 	// when the request has none (the agent polls).
 	Callback *callbackView `json:"callback,omitempty"`
+	// Escalation is where the request was escalated, and why a step could
+	// not be, once an escalation step has run.
+	Escalation *escalationView `json:"escalation,omitempty"`
+}
+
+// escalationView is the outcome of a request's escalation steps.
+type escalationView struct {
+	Steps    []int    `json:"steps"`              // steps of data.escalation that ran
+	Users    []string `json:"users,omitempty"`    // Slack users it was escalated to
+	Channels []string `json:"channels,omitempty"` // channels it was escalated to
+	Error    string   `json:"error,omitempty"`    // why steps could not be resolved
 }
 
 // callbackView says where the delivery of the decision stands.
@@ -94,6 +105,10 @@ func viewOf(rec store.Record) requestView {
 			Channel: rec.Channel, TS: rec.Slack.TS, Permalink: rec.Slack.Permalink,
 			Error: rec.Slack.Error,
 		},
+	}
+	if len(rec.EscalatedSteps) > 0 || rec.EscalationError != "" {
+		v.Escalation = &escalationView{Steps: rec.EscalatedSteps, Users: rec.EscalatedTo,
+			Channels: rec.EscalatedChannels, Error: rec.EscalationError}
 	}
 	if rec.Slack.Channel != "" {
 		v.Slack.Channel = rec.Slack.Channel

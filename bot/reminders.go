@@ -1,0 +1,362 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/blocks"
+	"github.com/approvalbot/approvalbot/store"
+	"github.com/slack-go/slack"
+)
+
+// TimerSlackAPI is the part of the Slack Web API reminders and escalation
+// use; *slack.Client implements it.
+type TimerSlackAPI interface {
+	OpenConversationContext(ctx context.Context, params *slack.OpenConversationParameters) (*slack.Channel, bool, bool, error)
+	PostMessageContext(ctx context.Context, channelID string, options ...slack.MsgOption) (string, string, error)
+	GetUserByEmailContext(ctx context.Context, email string) (*slack.User, error)
+	GetUserGroupMembersContext(ctx context.Context, userGroup string, options ...slack.GetUserGroupMembersOption) ([]string, error)
+}
+
+// timerDeps are what the reminder and escalation jobs share.
+type timerDeps struct {
+	store *store.Store
+	slack TimerSlackAPI
+	now   func() time.Time
+	log   *slog.Logger
+}
+
+func (d timerDeps) with(log *slog.Logger, component string) timerDeps {
+	d.log = log.With("component", component)
+	return d
+}
+
+// reminderJob runs "remind:<id>:<n>" timers: reminder n of a request DMs
+// every listed reviewer who has not answered yet (or, when the request names
+// no reviewers, replies in the request's thread), then schedules reminder
+// n+1 while n is below the plan's max.
+//
+// Exactly once per recipient: each recipient reached is recorded on the
+// request (field reminded_<n>) right after its message was sent, so a retry
+// after a partial failure only sends to the others, and a re-run after the
+// reminder completed (reminders_done >= n) sends nothing.
+type reminderJob struct {
+	timerDeps
+	plan aah.ReminderPlan // the configured default; extensions.slack.reminders overrides it
+}
+
+// reminderOpen reports whether a request in this state gets reminders:
+// escalated requests are in other hands, closed ones need nothing.
+func reminderOpen(s aah.Status) bool { return s == aah.StatusPending || s == aah.StatusPartial }
+
+func (h reminderJob) Handle(ctx context.Context, j store.Job) error {
+	id, n, ok := store.SplitTimer(j.RequestID)
+	if !ok || n < 1 {
+		h.log.ErrorContext(ctx, "malformed reminder job", "job", j.ID)
+		return nil
+	}
+	rec, req, err := loadTimed(ctx, h.store, id, h.log)
+	if err != nil || req == nil {
+		return err
+	}
+	if !reminderOpen(rec.Status) || rec.RemindersDone >= n {
+		return nil
+	}
+	plan := h.plan
+	if req.Slack.Reminders != nil {
+		plan = *req.Slack.Reminders
+	}
+	done := rec.Reminded[n]
+	var reached, failed []string
+	for _, to := range reminderRecipients(req, rec) {
+		if slices.Contains(done, to) {
+			continue
+		}
+		text, blks := reminderMessage(req, rec, h.now(), to == store.ReminderThread)
+		opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blks...)}
+		var sendErr error
+		if to == store.ReminderThread {
+			if !rec.Posted() {
+				// Nothing to reply to yet: the post job is still at work.
+				// This reminder is skipped rather than posted out of context.
+				continue
+			}
+			_, _, sendErr = h.slack.PostMessageContext(ctx, rec.Slack.Channel, append(opts, slack.MsgOptionTS(rec.Slack.TS))...)
+		} else {
+			_, sendErr = h.dm(ctx, to, opts...)
+		}
+		if sendErr != nil {
+			code, retry := classifySlack(sendErr)
+			if retry != nil {
+				h.log.WarnContext(ctx, "reminder not sent; retrying", "request_id", id, "n", n, "to", to, "err", sendErr)
+				return retry
+			}
+			// Refused for good: audit it and go on with the others.
+			if err := h.markReminded(ctx, id, n, to, &store.AuditEvent{Event: "reminder_failed", Actor: "system",
+				Data: map[string]any{"n": n, "recipient": to, "error": code}}); err != nil {
+				return err
+			}
+			h.log.WarnContext(ctx, "reminder refused by Slack", "request_id", id, "n", n, "to", to, "slack_error", code)
+			failed = append(failed, to)
+			continue
+		}
+		// Recorded at once: from here on a retry would send it twice.
+		if err := h.markReminded(context.WithoutCancel(ctx), id, n, to, nil); err != nil {
+			h.log.ErrorContext(ctx, "reminder sent but not recorded; a retry may send it again", "request_id", id, "to", to, "err", err)
+			return err
+		}
+		reached = append(reached, to)
+	}
+	_, err = h.store.Update(ctx, id, func(rec store.Record) (*store.Change, error) {
+		if rec.RemindersDone >= n {
+			return nil, nil
+		}
+		ch := &store.Change{
+			Set: map[string]any{"reminders_done": n},
+			Audit: []store.AuditEvent{{Event: "reminded", Actor: "system",
+				Data: map[string]any{"n": n, "recipients": nonNil(rec.Reminded[n])}}},
+		}
+		if n < plan.Max && plan.Every > 0 && reminderOpen(rec.Status) {
+			ch.Timers = []store.JobAt{{ID: store.TimerID(store.JobRemind, id, n+1), At: nextReminder(rec.ReceivedAt, plan.Every, n, h.now())}}
+		}
+		return ch, nil
+	})
+	if err != nil {
+		return err
+	}
+	h.log.InfoContext(ctx, "reminder sent", "request_id", id, "n", n, "reached", reached, "failed", failed)
+	return nil
+}
+
+// nextReminder is when reminder n+1 is due: on the request's schedule
+// (received + (n+1)·every), or one interval from now when that has passed
+// (the bot was down), so reminders never come in a burst.
+func nextReminder(received time.Time, every time.Duration, n int, now time.Time) time.Time {
+	at := received.Add(time.Duration(n+1) * every)
+	if !at.After(now) {
+		at = now.Add(every)
+	}
+	return at
+}
+
+func (h reminderJob) GaveUp(ctx context.Context, j store.Job, err error) {
+	h.log.ErrorContext(ctx, "gave up sending a reminder", "job", j.ID, "err", err)
+	id, n, ok := store.SplitTimer(j.RequestID)
+	if !ok {
+		return
+	}
+	if _, uerr := h.store.Update(ctx, id, func(rec store.Record) (*store.Change, error) {
+		return &store.Change{Audit: []store.AuditEvent{{Event: "reminder_failed", Actor: "system",
+			Data: map[string]any{"n": n, "error": "gave up: " + err.Error()}}}}, nil
+	}); uerr != nil && !errors.Is(uerr, store.ErrNotFound) {
+		h.log.ErrorContext(ctx, "could not audit the failed reminder", "job", j.ID, "err", uerr)
+	}
+}
+
+// markReminded adds to to reminder n's handled recipients, with an audit
+// event when given.
+func (h reminderJob) markReminded(ctx context.Context, id string, n int, to string, ev *store.AuditEvent) error {
+	field := store.RemindedField + strconv.Itoa(n)
+	_, err := h.store.Update(ctx, id, func(rec store.Record) (*store.Change, error) {
+		list := rec.Reminded[n]
+		if slices.Contains(list, to) {
+			return nil, nil
+		}
+		ch := &store.Change{Set: map[string]any{field: mustJSON(append(slices.Clone(list), to))}}
+		if ev != nil {
+			ch.Audit = []store.AuditEvent{*ev}
+		}
+		return ch, nil
+	})
+	return err
+}
+
+// reminderRecipients are whom a reminder goes to: every listed reviewer
+// (Slack ids as given, emails as they resolved when the message was posted;
+// an email that did not resolve is skipped) who has not answered anything
+// yet, or ReminderThread when the request lists no reviewers.
+func reminderRecipients(req *aah.Request, rec store.Record) []string {
+	if len(req.Slack.Reviewers) == 0 {
+		return []string{store.ReminderThread}
+	}
+	answered := map[string]bool{}
+	for _, a := range rec.Answers {
+		if a.Answered() && !a.Defaulted && !a.TimedOut {
+			answered[a.By.ID] = true
+		}
+	}
+	var out []string
+	for i, r := range req.Slack.Reviewers {
+		user := r
+		if !aah.IsSlackUserID(r) {
+			// Mentions has one entry per reviewer, in order (see Poster.mentions).
+			if len(rec.Mentions) != len(req.Slack.Reviewers) {
+				continue
+			}
+			m, ok := strings.CutPrefix(rec.Mentions[i], "<@")
+			if !ok {
+				continue // the email did not resolve to a Slack user
+			}
+			user = strings.TrimSuffix(m, ">")
+		}
+		if !answered[user] && !slices.Contains(out, user) {
+			out = append(out, user)
+		}
+	}
+	return out
+}
+
+// reminderMessage builds a reminder: what is still pending, how long the
+// request has waited, its deadline and a link to it. inThread words it for a
+// reply in the request's thread rather than a DM.
+func reminderMessage(req *aah.Request, rec store.Record, now time.Time, inThread bool) (string, []slack.Block) {
+	title := blocks.Escape(req.Artifact.Title)
+	if link := rec.Slack.Permalink; link != "" {
+		title = "<" + link + "|" + title + ">"
+	}
+	var pending []string
+	for _, d := range req.Data.Decisions {
+		if a, ok := rec.Answers[d.ID]; !ok || !a.Answered() {
+			pending = append(pending, d.Prompt)
+		}
+	}
+	waited := humanWait(now.Sub(rec.ReceivedAt))
+	who := "your decision"
+	if inThread {
+		who = "a decision"
+	}
+	head := fmt.Sprintf(":bell: *Reminder:* *%s* is still waiting for %s (waiting %s).", title, who, waited)
+	out := []slack.Block{slack.NewSectionBlock(mrkdwnText(head), nil, nil)}
+	if len(pending) > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "*Still pending (%d of %d):*", len(pending), len(req.Data.Decisions))
+		for i, p := range pending {
+			line := "\n• " + blocks.Escape(p)
+			more := fmt.Sprintf("\n• …and %d more", len(pending)-i)
+			if b.Len()+len(line)+len(more) > 2900 {
+				b.WriteString(more)
+				break
+			}
+			b.WriteString(line)
+		}
+		out = append(out, slack.NewSectionBlock(mrkdwnText(b.String()), nil, nil))
+	}
+	var ctxParts []string
+	ctxParts = append(ctxParts, ":hourglass_flowing_sand: Waiting "+waited)
+	if dl := req.EffectiveDeadline(); !dl.IsZero() {
+		ctxParts = append(ctxParts, ":alarm_clock: Due "+blocks.Date(dl))
+	}
+	if link := rec.Slack.Permalink; link != "" {
+		ctxParts = append(ctxParts, "<"+link+"|Open the request>")
+	}
+	out = append(out, slack.NewContextBlock("", mrkdwnText(strings.Join(ctxParts, " · "))))
+	text := fmt.Sprintf("Reminder: %s is still waiting for %s (%d pending, waiting %s)",
+		blocks.Escape(req.Artifact.Title), who, len(pending), waited)
+	return text, out
+}
+
+// humanWait prints how long something has waited, in its two largest units.
+func humanWait(d time.Duration) string {
+	if d < time.Minute {
+		return "less than a minute"
+	}
+	days, hours, mins := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour), int(d%time.Hour/time.Minute)
+	unit := func(n int, s string) string {
+		if n == 1 {
+			return "1 " + s
+		}
+		return strconv.Itoa(n) + " " + s + "s"
+	}
+	switch {
+	case days > 0 && hours > 0:
+		return unit(days, "day") + " " + unit(hours, "hour")
+	case days > 0:
+		return unit(days, "day")
+	case hours > 0 && mins > 0:
+		return unit(hours, "hour") + " " + unit(mins, "minute")
+	case hours > 0:
+		return unit(hours, "hour")
+	}
+	return unit(mins, "minute")
+}
+
+func mrkdwnText(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
+}
+
+// dm opens the DM with user and posts to it; it returns the DM channel.
+func (h timerDeps) dm(ctx context.Context, user string, opts ...slack.MsgOption) (string, error) {
+	ch, _, _, err := h.slack.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}})
+	if err != nil {
+		return "", err
+	}
+	channel, _, err := h.slack.PostMessageContext(ctx, ch.ID, opts...)
+	return channel, err
+}
+
+// timerRefusals are Slack error codes that refuse one recipient for good
+// (besides permanentSlackErrors): retrying cannot reach them.
+var timerRefusals = map[string]bool{
+	"cannot_dm_bot": true, "user_disabled": true, "user_is_bot": true, "users_not_found": true,
+	"user_not_found": true, "no_such_subteam": true, "subteam_not_found": true, "messages_tab_disabled": true,
+	"not_allowed_token_type": true, "channel_not_found": true, "not_in_channel": true,
+}
+
+// classifySlack sorts a failed Slack call: a permanent refusal returns its
+// code and a nil retry; anything else returns the error the job should
+// return (a *RetryError for rate limits, so they are not counted).
+func classifySlack(err error) (code string, retry error) {
+	var rate *slack.RateLimitedError
+	var status slack.StatusCodeError
+	var apiErr slack.SlackErrorResponse
+	switch {
+	case errors.As(err, &rate):
+		return "", &RetryError{After: max(rate.RetryAfter, time.Second), Free: true, Reason: "Slack rate limit"}
+	case errors.As(err, &status) && status.Code == http.StatusTooManyRequests:
+		return "", &RetryError{After: 5 * time.Second, Reason: "429 without Retry-After"}
+	case errors.As(err, &apiErr) && (permanentSlackErrors[apiErr.Err] || timerRefusals[apiErr.Err]):
+		return apiErr.Err, nil
+	}
+	return "", err
+}
+
+// loadTimed reads a request and parses its stored document for a timer
+// job. A nil request with a nil error means there is nothing to do.
+func loadTimed(ctx context.Context, st *store.Store, id string, log *slog.Logger) (store.Record, *aah.Request, error) {
+	rec, err := st.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Record{}, nil, nil
+	} else if err != nil {
+		return store.Record{}, nil, err
+	}
+	req, err := aah.Parse(rec.Document, aah.ParseOptions{Stored: true})
+	if err != nil {
+		log.ErrorContext(ctx, "stored request no longer parses", "request_id", id, "err", err)
+		return store.Record{}, nil, nil
+	}
+	return rec, req, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only plain lists and numbers are encoded here
+	}
+	return string(b)
+}
