@@ -29,6 +29,8 @@ type Config struct {
 	SlackAPIURL         string        `envconfig:"SLACK_API_URL" default:"https://slack.com/api/"`
 	SlackDefaultChannel string        `envconfig:"SLACK_DEFAULT_CHANNEL"`
 	SlackPostInterval   time.Duration `envconfig:"SLACK_POST_INTERVAL" default:"1s"`
+	// SlackCommand is the slash command served at /slack/commands.
+	SlackCommand string `envconfig:"SLACK_COMMAND" default:"/approvals"`
 
 	IntakeTokens       string `envconfig:"INTAKE_TOKENS"`
 	IntakeMaxBodyBytes int64  `envconfig:"INTAKE_MAX_BODY_BYTES" default:"1048576"`
@@ -155,6 +157,9 @@ func (c *Config) validate() error {
 	}
 	if c.JobPollInterval < 10*time.Millisecond || c.JobPollInterval > time.Minute {
 		add("JOB_POLL_INTERVAL must be from 10ms to 1m")
+	}
+	if !strings.HasPrefix(c.SlackCommand, "/") || strings.ContainsAny(c.SlackCommand, " \t") {
+		add("SLACK_COMMAND must be a slash command like /approvals, got %q", c.SlackCommand)
 	}
 	if c.ReminderInterval < time.Minute {
 		add("REMINDER_INTERVAL must be at least 1m")

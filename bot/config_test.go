@@ -52,11 +52,12 @@ func TestConfigReportsEveryProblem(t *testing.T) {
 	t.Setenv("INTAKE_TOKENS", "planner:zq9x7")
 	t.Setenv("WORKER_CONCURRENCY", "0")
 	t.Setenv("JOB_LEASE", "1s")
+	t.Setenv("SLACK_COMMAND", "approvals")
 	_, err := bot.LoadConfig()
 	if err == nil {
 		t.Fatal("invalid configuration accepted")
 	}
-	for _, want := range []string{"LOG_LEVEL", "LOG_FORMAT", "SLACK_API_URL", "INTAKE_TOKENS", "WORKER_CONCURRENCY", "JOB_LEASE"} {
+	for _, want := range []string{"LOG_LEVEL", "LOG_FORMAT", "SLACK_API_URL", "INTAKE_TOKENS", "WORKER_CONCURRENCY", "JOB_LEASE", "SLACK_COMMAND"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %s:\n%v", want, err)
 		}
@@ -86,7 +87,7 @@ func clearEnv(t *testing.T) {
 	for _, k := range []string{"LISTEN_ADDR", "REDIS_URL", "REDIS_PREFIX", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET",
 		"SLACK_API_URL", "SLACK_DEFAULT_CHANNEL", "SLACK_POST_INTERVAL", "INTAKE_TOKENS", "INTAKE_MAX_BODY_BYTES",
 		"CALLBACK_ALLOW_PRIVATE", "WORKER_CONCURRENCY", "JOB_LEASE", "JOB_MAX_ATTEMPTS", "JOB_POLL_INTERVAL",
-		"SHUTDOWN_TIMEOUT", "LOG_LEVEL", "LOG_FORMAT", "CALLBACK_SECRET", "AUDIT_KEY"} {
+		"SHUTDOWN_TIMEOUT", "LOG_LEVEL", "LOG_FORMAT", "CALLBACK_SECRET", "AUDIT_KEY", "SLACK_COMMAND", "REMINDER_INTERVAL", "REMINDER_MAX"} {
 		t.Setenv(k, "") // restores the original value after the test
 		_ = os.Unsetenv(k)
 	}

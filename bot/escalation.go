@@ -76,6 +76,7 @@ func (h escalationJob) Handle(ctx context.Context, j store.Job) error {
 			ch.Set["escalated_channels"] = mustJSON(merge(rec.EscalatedChannels, channel))
 		} else {
 			ch.Set["escalated_to"] = mustJSON(merge(rec.EscalatedTo, users...))
+			ch.AddReviewers = users // the targets find it in "/approvals mine"
 		}
 		return ch, nil
 	})

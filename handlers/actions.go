@@ -20,6 +20,10 @@ func (s *Slack) blockActions(ctx context.Context, cb *slack.InteractionCallback)
 		channel = cb.Container.ChannelID
 	}
 	for _, a := range cb.ActionCallback.BlockActions {
+		if a.ActionID == blocks.ActionListPage && a.BlockID == blocks.ListControlsBlockID {
+			s.nextPage(cb, a.Value)
+			continue
+		}
 		requestID, decisionID, _, ok := blocks.ParseBlockID(a.BlockID)
 		if !ok {
 			continue // not one of approvalbot's controls

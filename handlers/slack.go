@@ -52,6 +52,19 @@ type Options struct {
 	Registry prometheus.Registerer // nil: metrics not registered
 	// Wake tells the job runner new work is queued (message syncs, deliveries).
 	Wake func()
+	// Command is the slash command served at /slack/commands; default
+	// DefaultCommand ("/approvals").
+	Command string
+	// Lists pages open requests for the slash command; default Requests,
+	// when it implements Lister.
+	Lists Lister
+	// CommandBudget is how long a slash command may work before it is
+	// acked and answered through response_url; default 2s.
+	CommandBudget time.Duration
+	// HTTPClient POSTs replies to Slack's response_url.
+	HTTPClient *http.Client
+	// Now is the clock for ages and deadlines; default time.Now.
+	Now func() time.Time
 }
 
 // Slack serves Slack's requests.
@@ -78,6 +91,21 @@ func New(opts Options) (*Slack, error) {
 	if opts.Wake == nil {
 		opts.Wake = func() {}
 	}
+	if opts.Command == "" {
+		opts.Command = DefaultCommand
+	}
+	if opts.Lists == nil {
+		opts.Lists, _ = opts.Requests.(Lister)
+	}
+	if opts.CommandBudget <= 0 {
+		opts.CommandBudget = defaultCommandBudget
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -88,6 +116,9 @@ func New(opts Options) (*Slack, error) {
 // Register mounts the Slack endpoints on mux.
 func (s *Slack) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /slack/interactions", s.interactions)
+	if s.opts.Lists != nil {
+		mux.HandleFunc("POST /slack/commands", s.commands)
+	}
 }
 
 // verified reads the body once, checks Slack's v0 signature over it (and

@@ -20,6 +20,11 @@ const Shards = 16
 //	<p>:{sNN}:idx:status:<status>      zset    request ids by status, score = received ms
 //	<p>:{sNN}:idx:agent:<agent>:all    zset    an agent's request ids, score = received ms
 //	<p>:{sNN}:idx:agent:<agent>:<st>   zset    an agent's request ids in one status
+//	<p>:{sNN}:idx:open                 zset    open request ids (pending, partial, escalated), score = received ms
+//	<p>:{sNN}:idx:channel:<channel>    zset    open request ids by configured channel (Record.Channel), score = received ms
+//	<p>:{sNN}:idx:reviewer:<user id>   zset    open request ids naming that Slack user as reviewer (named by id,
+//	                                           resolved from an email, or escalated to), score = received ms
+//	<p>:{sNN}:idx:deadline             zset    open request ids with a deadline, score = effective deadline ms
 //	<p>:{sNN}:jobs:due                 zset    job id -> due time (ms)
 //	<p>:{sNN}:jobs:inflight            zset    job id -> lease expiry (ms)
 //	<p>:{sNN}:jobs:lease               hash    job id -> lease token of the current claim
@@ -49,6 +54,21 @@ func (k keys) request(id string) string { return k.slot(shardOf(id)) + ":req:" +
 func (k keys) statusIndex(shard int, st aah.Status) string {
 	return k.slot(shard) + ":idx:status:" + string(st)
 }
+
+// openIndex holds the shard's open requests; channelIndex, reviewerIndex
+// and deadlineIndex hold subsets of it. All four are maintained in the same
+// transaction that creates or closes a request (Create, queueChange).
+func (k keys) openIndex(shard int) string { return k.slot(shard) + ":idx:open" }
+
+func (k keys) channelIndex(shard int, channel string) string {
+	return k.slot(shard) + ":idx:channel:" + channel
+}
+
+func (k keys) reviewerIndex(shard int, user string) string {
+	return k.slot(shard) + ":idx:reviewer:" + user
+}
+
+func (k keys) deadlineIndex(shard int) string { return k.slot(shard) + ":idx:deadline" }
 
 // agentIndex is the agent's index for one status, or all of its requests when st is "".
 func (k keys) agentIndex(shard int, agent string, st aah.Status) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,12 @@ type NewRequest struct {
 	// Timers are the request's timed jobs (reminders, escalation, deadline),
 	// scheduled with it; every one is cancelled when the request closes.
 	Timers []JobAt
+	// Reviewers are the Slack user ids the request names as reviewers
+	// (emails resolve later, see SetMentions); they index it by reviewer.
+	Reviewers []string
+	// Deadline is the effective deadline, zero when none; it indexes the
+	// request for "overdue" listings.
+	Deadline time.Time
 }
 
 // Record is a stored request and everything known about it since.
@@ -58,6 +65,9 @@ type Record struct {
 	// EscalatedTo are the Slack users the request was escalated to; they may
 	// answer it like its named reviewers.
 	EscalatedTo []string
+	// IndexedReviewers are the Slack user ids the request is filed under in
+	// the reviewer indexes while it is open (named, resolved or escalated).
+	IndexedReviewers []string
 	// EscalatedChannels are the channels the request was escalated to (as
 	// data.escalation named them: an id or "#name").
 	EscalatedChannels []string
@@ -177,17 +187,26 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 					timerIDs[i] = tm.ID
 					p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(tm.At.UnixMilli()), Member: tm.ID})
 				}
+				reviewers := uniqueUsers(nil, n.Reviewers)
 				fields := map[string]string{"id": n.ID, "agent": n.Agent, "status": string(aah.StatusPending),
-					"timers": mustJSON(timerIDs),
-					"doc":    string(n.Document), "hash": n.BodyHash, "channel": n.Channel, "response_url": n.ResponseURL,
+					"timers": mustJSON(timerIDs), reviewerIdxField: mustJSON(reviewers),
+					"doc": string(n.Document), "hash": n.BodyHash, "channel": n.Channel, "response_url": n.ResponseURL,
 					"version": "1", "received_ms": strconv.FormatInt(ms, 10), "updated_ms": strconv.FormatInt(ms, 10),
 					"audit_head": reqHead.String()}
 				p.HSet(ctx, reqKey, fields)
 				rec = decodeRecord(fields) // exactly what Get will read back
 				p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobPost, n.ID)})
-				for _, idx := range []string{s.keys.statusIndex(shard, aah.StatusPending), s.keys.agentIndex(shard, n.Agent, ""),
-					s.keys.agentIndex(shard, n.Agent, aah.StatusPending)} {
+				idxs := []string{s.keys.statusIndex(shard, aah.StatusPending), s.keys.agentIndex(shard, n.Agent, ""),
+					s.keys.agentIndex(shard, n.Agent, aah.StatusPending), s.keys.openIndex(shard),
+					s.keys.channelIndex(shard, n.Channel)}
+				for _, u := range reviewers {
+					idxs = append(idxs, s.keys.reviewerIndex(shard, u))
+				}
+				for _, idx := range idxs {
 					p.ZAdd(ctx, idx, redis.Z{Score: float64(ms), Member: n.ID})
+				}
+				if !n.Deadline.IsZero() {
+					p.ZAdd(ctx, s.keys.deadlineIndex(shard), redis.Z{Score: float64(n.Deadline.UnixMilli()), Member: n.ID})
 				}
 				return nil
 			})
@@ -246,6 +265,8 @@ func decodeRecord(h map[string]string) Record {
 		Mentions:    decodeList(h["mentions"]),
 		Timers:      decodeTimers(h["timers"]),
 		EscalatedTo: decodeTimers(h["escalated_to"]),
+
+		IndexedReviewers: decodeTimers(h[reviewerIdxField]),
 
 		EscalatedChannels: decodeTimers(h["escalated_channels"]),
 		EscalationError:   h["escalation_error"],
@@ -390,13 +411,42 @@ func (s *Store) RecordPostError(ctx context.Context, id, code string, permanent 
 	return err
 }
 
-// SetMentions stores the resolved reviewer mentions.
+// SetMentions stores the resolved reviewer mentions. The users they name
+// ("<@U123>") join the reviewer index in the same transaction while the
+// request is open, so reviewers named by email find it too.
 func (s *Store) SetMentions(ctx context.Context, id string, mentions []string) error {
 	raw, err := json.Marshal(mentions)
 	if err != nil {
 		return fmt.Errorf("store: encode mentions of %s: %w", id, err)
 	}
-	return s.set(ctx, id, "set mentions", "mentions", raw)
+	var users []string
+	for _, m := range mentions {
+		if u, ok := strings.CutPrefix(m, "<@"); ok && strings.HasSuffix(u, ">") {
+			users = append(users, strings.TrimSuffix(u, ">"))
+		}
+	}
+	_, err = s.Update(ctx, id, func(Record) (*Change, error) {
+		return &Change{Set: map[string]any{"mentions": string(raw)}, AddReviewers: users, Quiet: true}, nil
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("store: set mentions of %s: %w", id, err)
+	}
+	return err
+}
+
+// reviewerIdxField is the request hash field listing the users it is filed
+// under in the reviewer indexes (JSON list).
+const reviewerIdxField = "reviewer_idx"
+
+// uniqueUsers appends to have the users of add it lacks, keeping order.
+func uniqueUsers(have, add []string) []string {
+	out := slices.Clone(have)
+	for _, u := range add {
+		if u != "" && !slices.Contains(out, u) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // set updates fields of an existing request; ErrNotFound when there is none.

@@ -310,6 +310,8 @@ func testRecordFields(t *testing.T, newStore backend) {
 			t.Fatal(err)
 		}
 		want.Mentions = mentions
+		// The users mentioned join the reviewer index (and stay in it).
+		want.IndexedReviewers = []string{"U012ABC", "W0XYZ"}
 		check("SetMentions")
 		if err := f.s.SetMentions(f.ctx, n.ID, []string{}); err != nil {
 			t.Fatal(err)

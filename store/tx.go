@@ -29,6 +29,12 @@ type Change struct {
 	// Timers schedules more of the request's timed jobs (a next reminder);
 	// like those scheduled with it, they are cancelled when it closes.
 	Timers []JobAt
+	// AddReviewers files the request under these Slack users in the reviewer
+	// indexes (resolved mentions, escalation targets), if it stays open.
+	AddReviewers []string
+	// Quiet marks bookkeeping (stored mentions): the updated time stays and
+	// long polls are not woken.
+	Quiet bool
 }
 
 // Push appends to a list of the request's shard, keeping its last Cap entries.
@@ -89,7 +95,7 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 				out = rec
 				return errNoChange
 			}
-			quiet = ch.auditOnly()
+			quiet = ch.auditOnly() || ch.Quiet
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				s.queueChange(ctx, p, rec, parseHead(h["audit_head"]), parseHead(head), ch)
 				return nil
@@ -123,7 +129,7 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 	key := s.keys.request(rec.ID)
 	shard := shardOf(rec.ID)
 	var fields []any
-	if !ch.auditOnly() {
+	if !ch.auditOnly() && !ch.Quiet {
 		fields = append(fields, "updated_ms", now.UnixMilli())
 	}
 	for k, v := range ch.Set {
@@ -146,11 +152,27 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 		timers = append(timers, tm.ID)
 		p.ZAdd(ctx, jobs.due, redis.Z{Score: float64(tm.At.UnixMilli()), Member: tm.ID})
 	}
-	if ch.Status != "" && !ch.Status.Open() && rec.Status.Open() {
+	closing := ch.Status != "" && !ch.Status.Open() && rec.Status.Open()
+	if closing {
 		// Closing the request (resolved, expired, withdrawn) cancels every
 		// timer it has, in this same transaction: none can fire late.
 		ch.Cancel = append(ch.Cancel, timers...)
 		timers = nil
+		// It leaves every index of open requests in the same transaction.
+		p.ZRem(ctx, s.keys.openIndex(shard), rec.ID)
+		p.ZRem(ctx, s.keys.channelIndex(shard, rec.Channel), rec.ID)
+		p.ZRem(ctx, s.keys.deadlineIndex(shard), rec.ID)
+		for _, u := range uniqueUsers(rec.IndexedReviewers, ch.AddReviewers) {
+			p.ZRem(ctx, s.keys.reviewerIndex(shard, u), rec.ID)
+		}
+	} else if rec.Status.Open() {
+		if added := uniqueUsers(rec.IndexedReviewers, ch.AddReviewers); len(added) > len(rec.IndexedReviewers) {
+			score := float64(rec.ReceivedAt.UnixMilli())
+			for _, u := range added[len(rec.IndexedReviewers):] {
+				p.ZAdd(ctx, s.keys.reviewerIndex(shard, u), redis.Z{Score: score, Member: rec.ID})
+			}
+			fields = append(fields, reviewerIdxField, mustJSON(added))
+		}
 	}
 	if len(ch.Timers) > 0 || len(timers) != len(rec.Timers) {
 		fields = append(fields, "timers", mustJSON(timers))

@@ -70,6 +70,8 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		Channel:     cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
 		ResponseURL: req.Handoff.ResponseURL,
 		Timers:      a.timers(req, a.opts.Now()),
+		Reviewers:   slackUserIDs(req.Slack.Reviewers),
+		Deadline:    req.EffectiveDeadline(),
 	})
 	switch {
 	case errors.Is(err, store.ErrConflict):
@@ -221,6 +223,18 @@ func (a *API) timers(req *aah.Request, now time.Time) []store.JobAt {
 	}
 	if plan.Max > 0 && plan.Every > 0 && a.opts.TimerKinds[store.JobRemind] {
 		out = append(out, store.JobAt{ID: store.TimerID(store.JobRemind, id, 1), At: now.Add(plan.Every)})
+	}
+	return out
+}
+
+// slackUserIDs keeps the reviewers named by Slack user id; emails are
+// indexed once the poster resolves them (store.SetMentions).
+func slackUserIDs(reviewers []string) []string {
+	var out []string
+	for _, r := range reviewers {
+		if aah.IsSlackUserID(r) {
+			out = append(out, r)
+		}
 	}
 	return out
 }

@@ -1,0 +1,236 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/blocks"
+	"github.com/approvalbot/approvalbot/store"
+	"github.com/slack-go/slack"
+)
+
+// Lister pages through open requests; *store.Store implements it.
+type Lister interface {
+	ListOpen(ctx context.Context, q store.OpenQuery) (store.Page, error)
+}
+
+// DefaultCommand is the slash command approvalbot answers unless configured.
+const DefaultCommand = "/approvals"
+
+// defaultCommandBudget is how long the command endpoint works before it
+// acks with "working on it" and answers through response_url instead
+// (Slack wants the ack within 3 s).
+const defaultCommandBudget = 2 * time.Second
+
+// commandQuery is one listing or lookup a user asked for.
+type commandQuery struct {
+	sub, arg, cursor    string
+	user                string
+	channelID, chanName string
+}
+
+// commands is POST /slack/commands: the slash command.
+func (s *Slack) commands(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	form, ok := s.verified(w, r)
+	if !ok {
+		return
+	}
+	defer func() { s.metrics.ack.WithLabelValues("slash_command").Observe(time.Since(start).Seconds()) }()
+	if cmd := form.Get("command"); cmd != s.opts.Command {
+		writeEphemeral(w, blocks.Notice(fmt.Sprintf(":warning: This endpoint answers `%s`, not `%s`.",
+			blocks.Escape(s.opts.Command), blocks.Escape(cmd))))
+		return
+	}
+	sub, arg, _ := strings.Cut(strings.TrimSpace(form.Get("text")), " ")
+	q := commandQuery{sub: strings.ToLower(sub), arg: strings.TrimSpace(arg), user: form.Get("user_id"),
+		channelID: form.Get("channel_id"), chanName: form.Get("channel_name")}
+
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
+	done := make(chan blocks.Message, 1)
+	go func() {
+		defer cancel()
+		done <- s.answer(ctx, q)
+	}()
+	select {
+	case msg := <-done:
+		writeEphemeral(w, msg)
+	case <-time.After(s.opts.CommandBudget):
+		// Too slow for Slack's 3 s: ack now, answer through response_url.
+		writeEphemeral(w, blocks.Notice(":hourglass_flowing_sand: Working on it…"))
+		responseURL := form.Get("response_url")
+		s.opts.Async.Go("response_url", func(ctx context.Context) {
+			msg := <-done
+			s.respond(ctx, responseURL, msg, false)
+		})
+	}
+}
+
+// answer runs a subcommand.
+func (s *Slack) answer(ctx context.Context, q commandQuery) blocks.Message {
+	switch q.sub {
+	case "", "mine", "channel", "all", "overdue":
+		return s.listing(ctx, q)
+	case "show":
+		return s.show(ctx, q.arg)
+	default:
+		return blocks.Notice(s.helpText())
+	}
+}
+
+func (s *Slack) helpText() string {
+	c := blocks.Escape(s.opts.Command)
+	return strings.Join([]string{
+		"*" + c + "* lists decision requests waiting in Slack:",
+		"• `" + c + "` or `" + c + " mine`: open requests you may decide",
+		"• `" + c + " channel`: open requests in this channel",
+		"• `" + c + " all`: every open request",
+		"• `" + c + " overdue`: open requests past their deadline, or escalated",
+		"• `" + c + " show &lt;id&gt;`: one request in full",
+		"• `" + c + " help`: this help",
+	}, "\n")
+}
+
+// listing answers mine, channel, all and overdue, one page at a time.
+func (s *Slack) listing(ctx context.Context, q commandQuery) blocks.Message {
+	sub := q.sub
+	if sub == "" {
+		sub = "mine"
+	}
+	query := store.OpenQuery{Limit: blocks.MaxListItems, Cursor: q.cursor, Now: s.opts.Now()}
+	var heading, empty string
+	switch sub {
+	case "mine":
+		query.Kind, query.Reviewer = store.OpenReviewer, q.user
+		heading, empty = "Open requests you may decide", "Nothing is waiting for you. :tada:"
+	case "channel":
+		query.Kind, query.Channels = store.OpenChannel, []string{q.channelID}
+		if q.chanName != "" {
+			query.Channels = append(query.Channels, "#"+q.chanName)
+		}
+		heading, empty = "Open requests in this channel", "No open request was posted to this channel."
+	case "all":
+		query.Kind = store.OpenAll
+		heading, empty = "All open requests", "There are no open requests."
+	case "overdue":
+		query.Kind = store.OpenOverdue
+		heading, empty = "Overdue or escalated requests", "Nothing is overdue or escalated."
+	}
+	page, err := s.opts.Lists.ListOpen(ctx, query)
+	switch {
+	case errors.Is(err, store.ErrBadCursor):
+		return blocks.Notice(":warning: That page is no longer available; run the command again.")
+	case err != nil:
+		s.log.ErrorContext(ctx, "slash command listing failed", "sub", sub, "user", q.user, "err", err)
+		return blocks.Notice(":warning: The list could not be loaded; please try again.")
+	}
+	l := blocks.Listing{Heading: heading, Empty: empty, Now: s.opts.Now()}
+	if q.cursor != "" {
+		l.Heading += " (continued)"
+	}
+	for _, rec := range page.Items {
+		req, err := aah.Parse(rec.Document, aah.ParseOptions{Stored: true})
+		if err != nil {
+			s.log.ErrorContext(ctx, "stored request no longer parses", "request_id", rec.ID, "err", err)
+			continue
+		}
+		l.Items = append(l.Items, blocks.ListItem{ID: rec.ID, Version: rec.Version, Agent: rec.Agent, Request: req,
+			Status: rec.Status, ReceivedAt: rec.ReceivedAt, Answers: rec.Answers, Permalink: rec.Slack.Permalink})
+	}
+	if page.NextCursor != "" {
+		l.Next = sub + " " + page.NextCursor
+	}
+	return blocks.List(l)
+}
+
+// show renders one request as its message shows it.
+func (s *Slack) show(ctx context.Context, id string) blocks.Message {
+	if id == "" {
+		return blocks.Notice("Which request? Use `" + blocks.Escape(s.opts.Command) + " show &lt;id&gt;`.")
+	}
+	rec, req, err := s.load(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return blocks.Notice(fmt.Sprintf(":grey_question: There is no request with id `%s`.", blocks.Escape(id)))
+	case err != nil:
+		s.log.ErrorContext(ctx, "slash command show failed", "request_id", id, "err", err)
+		return blocks.Notice(":warning: The request could not be loaded; please try again.")
+	}
+	st := blocks.State{Status: rec.Status, Version: rec.Version, ReceivedAt: rec.ReceivedAt, Mentions: rec.Mentions,
+		Answers: rec.Answers, ResolvedBy: rec.ResolvedBy}
+	for _, u := range rec.EscalatedTo {
+		st.EscalatedTo = append(st.EscalatedTo, "<@"+u+">")
+	}
+	for _, c := range rec.EscalatedChannels {
+		st.EscalatedTo = append(st.EscalatedTo, blocks.Escape(c))
+	}
+	switch {
+	case !rec.WithdrawnAt.IsZero():
+		st.ClosedAt = rec.WithdrawnAt
+	case !rec.ResolvedAt.IsZero():
+		st.ClosedAt = rec.ResolvedAt
+	}
+	return blocks.Render(req, st)
+}
+
+// nextPage answers a listing's "Next page" click by replacing the listing
+// through the payload's response_url.
+func (s *Slack) nextPage(cb *slack.InteractionCallback, value string) {
+	sub, cursor, _ := strings.Cut(value, " ")
+	q := commandQuery{sub: sub, cursor: cursor, user: cb.User.ID, channelID: cb.Channel.ID, chanName: cb.Channel.Name}
+	if q.channelID == "" {
+		q.channelID = cb.Container.ChannelID
+	}
+	responseURL := cb.ResponseURL
+	s.opts.Async.Go("list_page", func(ctx context.Context) {
+		s.respond(ctx, responseURL, s.listing(ctx, q), true)
+	})
+}
+
+// ephemeralReply is what the command endpoint and response_url receive.
+type ephemeralReply struct {
+	ResponseType    string        `json:"response_type"`
+	ReplaceOriginal bool          `json:"replace_original,omitempty"`
+	Text            string        `json:"text"`
+	Blocks          []slack.Block `json:"blocks"`
+}
+
+func writeEphemeral(w http.ResponseWriter, msg blocks.Message) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	_ = json.NewEncoder(w).Encode(ephemeralReply{ResponseType: "ephemeral", Text: msg.Text, Blocks: msg.Blocks})
+}
+
+// respond POSTs a reply to a Slack response_url.
+func (s *Slack) respond(ctx context.Context, responseURL string, msg blocks.Message, replace bool) {
+	if responseURL == "" {
+		s.log.WarnContext(ctx, "no response_url to answer through")
+		return
+	}
+	body, err := json.Marshal(ephemeralReply{ResponseType: "ephemeral", ReplaceOriginal: replace, Text: msg.Text, Blocks: msg.Blocks})
+	if err != nil {
+		s.log.ErrorContext(ctx, "could not encode a response_url reply", "err", err)
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, responseURL, bytes.NewReader(body))
+	if err != nil {
+		s.log.WarnContext(ctx, "bad response_url", "err", err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.opts.HTTPClient.Do(req)
+	if err != nil {
+		s.log.WarnContext(ctx, "could not answer through response_url", "err", err)
+		return
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		s.log.WarnContext(ctx, "response_url refused the reply", "status", resp.StatusCode)
+	}
+}
