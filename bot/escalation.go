@@ -217,19 +217,8 @@ func (h escalationJob) resolve(ctx context.Context, to string) (users []string, 
 // markSent adds to to the targets step k was sent to, with an audit event
 // when given.
 func (h escalationJob) markSent(ctx context.Context, id string, k int, to string, ev *store.AuditEvent) error {
-	field := store.EscalationSentField + strconv.Itoa(k)
-	_, err := h.store.Update(ctx, id, func(rec store.Record) (*store.Change, error) {
-		list := rec.EscalationSent[k]
-		if slices.Contains(list, to) {
-			return nil, nil
-		}
-		ch := &store.Change{Set: map[string]any{field: mustJSON(append(slices.Clone(list), to))}}
-		if ev != nil {
-			ch.Audit = []store.AuditEvent{*ev}
-		}
-		return ch, nil
-	})
-	return err
+	return markReached(ctx, h.store, id, store.EscalationSentField+strconv.Itoa(k),
+		func(rec store.Record) []string { return rec.EscalationSent[k] }, to, ev)
 }
 
 // GaveUp records the step as failed, so the request shows it.

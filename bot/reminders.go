@@ -165,9 +165,16 @@ func (h reminderJob) GaveUp(ctx context.Context, j store.Job, err error) {
 // markReminded adds to to reminder n's handled recipients, with an audit
 // event when given.
 func (h reminderJob) markReminded(ctx context.Context, id string, n int, to string, ev *store.AuditEvent) error {
-	field := store.RemindedField + strconv.Itoa(n)
-	_, err := h.store.Update(ctx, id, func(rec store.Record) (*store.Change, error) {
-		list := rec.Reminded[n]
+	return markReached(ctx, h.store, id, store.RemindedField+strconv.Itoa(n),
+		func(rec store.Record) []string { return rec.Reminded[n] }, to, ev)
+}
+
+// markReached adds to to a list field of the request (a reminder's
+// recipients, an escalation step's targets) in one audited update, so a
+// retried job skips whom it already reached; nothing when to is there.
+func markReached(ctx context.Context, st *store.Store, id, field string, reached func(store.Record) []string, to string, ev *store.AuditEvent) error {
+	_, err := st.Update(ctx, id, func(rec store.Record) (*store.Change, error) {
+		list := reached(rec)
 		if slices.Contains(list, to) {
 			return nil, nil
 		}
