@@ -96,7 +96,7 @@ func NewService(d Deps) (*Service, error) {
 	slackHandlers, err := handlers.New(handlers.Options{
 		SigningSecret: cfg.SlackSigningSecret, Decisions: decider, Requests: d.Store,
 		Slack: d.Slack, Async: async, Logger: d.Logger.With("component", "slack"), Registry: d.Registry,
-		Wake: runner.Wake, Command: cfg.SlackCommand, Now: d.Now,
+		Wake: runner.Wake, Command: cfg.SlackCommand, Now: d.Now, Lists: d.Store, Home: d.Store,
 	})
 	if err != nil {
 		return nil, err

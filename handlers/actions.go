@@ -73,7 +73,8 @@ func (s *Slack) batch(ctx context.Context, requestID string, by aah.Person, appr
 }
 
 // settled reports an action's result: a refusal or a failure is explained to
-// the person; a recorded change wakes the runner so the message catches up.
+// the person; a recorded change wakes the runner so the message catches up,
+// and re-publishes the Home tabs that show the request.
 func (s *Slack) settled(ctx context.Context, action, channel string, by aah.Person, out decide.Outcome, err error) {
 	var refusal *decide.Refusal
 	switch {
@@ -94,6 +95,7 @@ func (s *Slack) settled(ctx context.Context, action, channel string, by aah.Pers
 		s.log.InfoContext(ctx, "reviewer action recorded", "action", action, "request_id", out.Record.ID,
 			"user", by.ID, "status", out.Record.Status, "resolved", out.Resolved)
 		s.opts.Wake()
+		s.refreshHomes(action, by, out.Record)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
@@ -135,15 +134,7 @@ func (s *Slack) listing(ctx context.Context, q commandQuery) blocks.Message {
 	if q.cursor != "" {
 		l.Heading += " (continued)"
 	}
-	for _, rec := range page.Items {
-		req, err := aah.Parse(rec.Document, aah.ParseOptions{Stored: true})
-		if err != nil {
-			s.log.ErrorContext(ctx, "stored request no longer parses", "request_id", rec.ID, "err", err)
-			continue
-		}
-		l.Items = append(l.Items, blocks.ListItem{ID: rec.ID, Version: rec.Version, Agent: rec.Agent, Request: req,
-			Status: rec.Status, ReceivedAt: rec.ReceivedAt, Answers: rec.Answers, Permalink: rec.Slack.Permalink})
-	}
+	l.Items = s.listItems(ctx, page.Items)
 	if page.NextCursor != "" {
 		l.Next = sub + " " + page.NextCursor
 	}

@@ -44,6 +44,9 @@ type noSlack struct{}
 func (noSlack) OpenViewContext(context.Context, string, slack.ModalViewRequest) (*slack.ViewResponse, error) {
 	return nil, nil
 }
+func (noSlack) PublishViewContext(context.Context, slack.PublishViewContextRequest) (*slack.ViewResponse, error) {
+	return nil, nil
+}
 func (noSlack) PostEphemeralContext(context.Context, string, string, ...slack.MsgOption) (string, error) {
 	return "", nil
 }

@@ -1,5 +1,6 @@
 // Package handlers serves what Slack sends approvalbot: interactions (clicks,
-// selects, modal submissions). Every request is verified with Slack's v0
+// selects, modal submissions), the slash command and Events API events (the
+// App Home tab). Every request is verified with Slack's v0
 // signature before it is parsed, and acknowledged as soon as its effect is
 // recorded in Redis; Slack API calls (modals, ephemeral replies) run
 // afterwards, off the request path.
@@ -38,6 +39,7 @@ type Requests interface {
 type SlackAPI interface {
 	OpenViewContext(ctx context.Context, triggerID string, view slack.ModalViewRequest) (*slack.ViewResponse, error)
 	PostEphemeralContext(ctx context.Context, channelID, userID string, options ...slack.MsgOption) (string, error)
+	PublishViewContext(ctx context.Context, req slack.PublishViewContextRequest) (*slack.ViewResponse, error)
 }
 
 // Options configure the Slack handlers.
@@ -65,6 +67,10 @@ type Options struct {
 	HTTPClient *http.Client
 	// Now is the clock for ages and deadlines; default time.Now.
 	Now func() time.Time
+	// Home keeps what the Events API and the App Home tab need; default
+	// Requests, when it implements HomeStore. Without it (or Lists),
+	// /slack/events is not served.
+	Home HomeStore
 }
 
 // Slack serves Slack's requests.
@@ -97,6 +103,9 @@ func New(opts Options) (*Slack, error) {
 	if opts.Lists == nil {
 		opts.Lists, _ = opts.Requests.(Lister)
 	}
+	if opts.Home == nil {
+		opts.Home, _ = opts.Requests.(HomeStore)
+	}
 	if opts.CommandBudget <= 0 {
 		opts.CommandBudget = defaultCommandBudget
 	}
@@ -119,11 +128,30 @@ func (s *Slack) Register(mux *http.ServeMux) {
 	if s.opts.Lists != nil {
 		mux.HandleFunc("POST /slack/commands", s.commands)
 	}
+	if s.opts.Lists != nil && s.opts.Home != nil {
+		mux.HandleFunc("POST /slack/events", s.events)
+	}
 }
 
 // verified reads the body once, checks Slack's v0 signature over it (and
 // that its timestamp is within five minutes), and only then parses the form.
 func (s *Slack) verified(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+	body, ok := s.verifiedBody(w, r)
+	if !ok {
+		return nil, false
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		http.Error(w, "malformed form body", http.StatusBadRequest)
+		return nil, false
+	}
+	return form, true
+}
+
+// verifiedBody reads the body once and checks Slack's v0 signature over it
+// (and that its timestamp is within five minutes); on failure it has
+// answered the request.
+func (s *Slack) verifiedBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSlackBody))
 	if err != nil {
 		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
@@ -140,12 +168,7 @@ func (s *Slack) verified(w http.ResponseWriter, r *http.Request) (url.Values, bo
 		http.Error(w, "invalid Slack signature", http.StatusUnauthorized)
 		return nil, false
 	}
-	form, err := url.ParseQuery(string(body))
-	if err != nil {
-		http.Error(w, "malformed form body", http.StatusBadRequest)
-		return nil, false
-	}
-	return form, true
+	return body, true
 }
 
 // interactions is POST /slack/interactions.

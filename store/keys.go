@@ -35,6 +35,9 @@ const Shards = 16
 //	<p>:{sNN}:audit:head               string  "<seq>:<hash>" of the shard's global chain
 //	<p>:{sNN}:deliveries:<id>          list    callback delivery attempts (JSON), oldest first, capped
 //	<p>:pace:<channel>                 string  exists while a channel may not be posted to
+//	<p>:event:<event id>               string  exists while a Slack event was already received (retries are dropped)
+//	<p>:home:<user id>                 string  exists while the user's App Home tab is worth keeping fresh
+//	<p>:answered:<user id>             list    request ids the user answered lately, newest first, capped
 //	<p>:changes                        pub/sub ids of requests that changed (wakes long polls)
 //
 // <p> is the configurable prefix (default "ab"); sNN is the shard, 00..15.
@@ -96,6 +99,12 @@ func (k keys) jobs(shard int) jobKeys {
 }
 
 func (k keys) pace(channel string) string { return k.prefix + ":pace:" + channel }
+
+func (k keys) slackEvent(eventID string) string { return k.prefix + ":event:" + eventID }
+
+func (k keys) home(user string) string { return k.prefix + ":home:" + user }
+
+func (k keys) answered(user string) string { return k.prefix + ":answered:" + user }
 
 func (k keys) auditRequest(id string) string { return k.slot(shardOf(id)) + ":audit:" + id }
 

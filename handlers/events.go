@@ -1,0 +1,167 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/blocks"
+	"github.com/approvalbot/approvalbot/store"
+	"github.com/slack-go/slack"
+)
+
+// HomeStore keeps what the Events API and the App Home tab need;
+// *store.Store implements it.
+type HomeStore interface {
+	FirstDelivery(ctx context.Context, eventID string, ttl time.Duration) (bool, error)
+	NoteHomeOpened(ctx context.Context, user string, ttl time.Duration) error
+	HomeOpened(ctx context.Context, users []string) ([]string, error)
+	NoteAnswered(ctx context.Context, user, requestID string) error
+	RecentlyAnswered(ctx context.Context, user string, n int) ([]store.Record, error)
+}
+
+const (
+	// eventDedupTTL is how long an event id is remembered; Slack retries
+	// an event three times within about an hour and a half at most, the
+	// last retry 5 minutes after the first.
+	eventDedupTTL = time.Hour
+	// homeTTL is how long after opening the Home tab a user's tab is
+	// re-published when their requests change.
+	homeTTL = 7 * 24 * time.Hour
+)
+
+// eventEnvelope is the part of an Events API request approvalbot reads.
+type eventEnvelope struct {
+	Type      string `json:"type"`
+	Challenge string `json:"challenge"`
+	EventID   string `json:"event_id"`
+	Event     struct {
+		Type string `json:"type"`
+		User string `json:"user"`
+		Tab  string `json:"tab"`
+	} `json:"event"`
+}
+
+// events is POST /slack/events: Slack's Events API. Events are
+// de-duplicated by event id (Slack retries one it got no 2xx for within 3 s)
+// and acked at once; their work runs on the Async pool.
+func (s *Slack) events(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	body, ok := s.verifiedBody(w, r)
+	if !ok {
+		return
+	}
+	var env eventEnvelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		http.Error(w, "body is not an Events API request", http.StatusBadRequest)
+		return
+	}
+	ctx := r.Context()
+	defer func() { s.metrics.ack.WithLabelValues("event").Observe(time.Since(start).Seconds()) }()
+	switch env.Type {
+	case "url_verification":
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]string{"challenge": env.Challenge})
+		return
+	case "event_callback":
+	default:
+		w.WriteHeader(http.StatusOK) // app_rate_limited and others need no answer
+		return
+	}
+	first, err := s.opts.Home.FirstDelivery(ctx, env.EventID, eventDedupTTL)
+	if err != nil {
+		// Not acked: Slack retries it.
+		s.log.ErrorContext(ctx, "could not de-duplicate a Slack event", "event_id", env.EventID, "err", err)
+		http.Error(w, "event not recorded", http.StatusServiceUnavailable)
+		return
+	}
+	if !first {
+		s.log.DebugContext(ctx, "Slack event retry ignored", "event_id", env.EventID,
+			"retry", r.Header.Get("X-Slack-Retry-Num"), "reason", r.Header.Get("X-Slack-Retry-Reason"))
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	switch {
+	case env.Event.Type == "app_home_opened" && (env.Event.Tab == "home" || env.Event.Tab == "") && env.Event.User != "":
+		user := env.Event.User
+		s.opts.Async.Go("views.publish", func(ctx context.Context) {
+			if err := s.opts.Home.NoteHomeOpened(ctx, user, homeTTL); err != nil {
+				s.log.WarnContext(ctx, "could not note an opened Home tab", "user", user, "err", err)
+			}
+			s.publishHome(ctx, user)
+		})
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// publishHome renders and publishes user's Home tab.
+func (s *Slack) publishHome(ctx context.Context, user string) {
+	now := s.opts.Now()
+	page, err := s.opts.Lists.ListOpen(ctx, store.OpenQuery{Kind: store.OpenReviewer, Reviewer: user,
+		Limit: blocks.MaxHomeWaiting, Now: now})
+	if err != nil {
+		s.log.ErrorContext(ctx, "could not list a Home tab's requests", "user", user, "err", err)
+		return
+	}
+	answered, err := s.opts.Home.RecentlyAnswered(ctx, user, blocks.MaxHomeAnswered)
+	if err != nil {
+		s.log.WarnContext(ctx, "could not list a user's answered requests", "user", user, "err", err)
+	}
+	view := blocks.HomeView(blocks.Home{Waiting: s.listItems(ctx, page.Items), More: page.NextCursor != "",
+		Answered: s.listItems(ctx, answered), Command: s.opts.Command, Now: now})
+	if _, err := s.opts.Slack.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view}); err != nil {
+		s.log.WarnContext(ctx, "could not publish a Home tab", "user", user, "err", err)
+	}
+}
+
+// refreshHomes runs after a reviewer's action changed a request: it notes
+// the request among the reviewer's answered ones, then re-publishes the Home
+// tab of the reviewer and of the request's other reviewers, for those who
+// opened it lately. Best effort, off the request path.
+func (s *Slack) refreshHomes(action string, by aah.Person, rec store.Record) {
+	if s.opts.Home == nil || s.opts.Lists == nil || by.ID == "" {
+		return
+	}
+	s.opts.Async.Go("views.publish", func(ctx context.Context) {
+		if action != blocks.ActionComment {
+			if err := s.opts.Home.NoteAnswered(ctx, by.ID, rec.ID); err != nil {
+				s.log.WarnContext(ctx, "could not note an answered request", "user", by.ID, "err", err)
+			}
+		}
+		users := slices.Concat([]string{by.ID}, rec.IndexedReviewers, rec.EscalatedTo)
+		for _, m := range rec.Mentions { // "<@U123>"
+			if id, ok := strings.CutPrefix(m, "<@"); ok && strings.HasSuffix(id, ">") {
+				users = append(users, strings.TrimSuffix(id, ">"))
+			}
+		}
+		users = slices.Compact(slices.Sorted(slices.Values(users)))
+		opened, err := s.opts.Home.HomeOpened(ctx, users)
+		if err != nil {
+			s.log.WarnContext(ctx, "could not read who opened the Home tab", "err", err)
+			return
+		}
+		for _, u := range opened {
+			s.publishHome(ctx, u)
+		}
+	})
+}
+
+// listItems parses stored requests for a listing, leaving out any that no
+// longer parse.
+func (s *Slack) listItems(ctx context.Context, recs []store.Record) []blocks.ListItem {
+	out := make([]blocks.ListItem, 0, len(recs))
+	for _, rec := range recs {
+		req, err := aah.Parse(rec.Document, aah.ParseOptions{Stored: true})
+		if err != nil {
+			s.log.ErrorContext(ctx, "stored request no longer parses", "request_id", rec.ID, "err", err)
+			continue
+		}
+		out = append(out, blocks.ListItem{ID: rec.ID, Version: rec.Version, Agent: rec.Agent, Request: req,
+			Status: rec.Status, ReceivedAt: rec.ReceivedAt, Answers: rec.Answers, Permalink: rec.Slack.Permalink})
+	}
+	return out
+}
