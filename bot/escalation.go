@@ -117,7 +117,7 @@ func (h escalationJob) send(ctx context.Context, req *aah.Request, rec store.Rec
 			_, err = h.dm(ctx, to, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blks...))
 		}
 		if err != nil {
-			code, retry := classifySlack(err)
+			code, retry := classifySlack(err, h.rateLimitHold, refusedForTimers)
 			if retry != nil {
 				h.log.WarnContext(ctx, "escalated request not sent; retrying", "request_id", rec.ID, "step", k, "to", to, "err", err)
 				return retry
@@ -187,7 +187,7 @@ func (h escalationJob) resolve(ctx context.Context, to string) (users []string, 
 	case userGroupID.MatchString(to):
 		members, err := h.slack.GetUserGroupMembersContext(ctx, to)
 		if err != nil {
-			code, retry := classifySlack(err)
+			code, retry := classifySlack(err, h.rateLimitHold, refusedForTimers)
 			if retry != nil {
 				return nil, "", "", retry
 			}
@@ -200,7 +200,7 @@ func (h escalationJob) resolve(ctx context.Context, to string) (users []string, 
 	case aah.IsEmail(to):
 		u, err := h.slack.GetUserByEmailContext(ctx, to)
 		if err != nil {
-			code, retry := classifySlack(err)
+			code, retry := classifySlack(err, h.rateLimitHold, refusedForTimers)
 			if retry != nil {
 				return nil, "", "", retry
 			}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +32,9 @@ type timerDeps struct {
 	slack TimerSlackAPI
 	now   func() time.Time
 	log   *slog.Logger
+	// rateLimitHold is how long a 429 without Retry-After waits (the
+	// poster's RateLimitHold).
+	rateLimitHold time.Duration
 }
 
 func (d timerDeps) with(log *slog.Logger, component string) timerDeps {
@@ -95,7 +97,7 @@ func (h reminderJob) Handle(ctx context.Context, j store.Job) error {
 			_, sendErr = h.dm(ctx, to, opts...)
 		}
 		if sendErr != nil {
-			code, retry := classifySlack(sendErr)
+			code, retry := classifySlack(sendErr, h.rateLimitHold, refusedForTimers)
 			if retry != nil {
 				h.log.WarnContext(ctx, "reminder not sent; retrying", "request_id", id, "n", n, "to", to, "err", sendErr)
 				return retry
@@ -318,23 +320,9 @@ var timerRefusals = map[string]bool{
 	"not_allowed_token_type": true, "channel_not_found": true, "not_in_channel": true,
 }
 
-// classifySlack sorts a failed Slack call: a permanent refusal returns its
-// code and a nil retry; anything else returns the error the job should
-// return (a *RetryError for rate limits, so they are not counted).
-func classifySlack(err error) (code string, retry error) {
-	var rate *slack.RateLimitedError
-	var status slack.StatusCodeError
-	var apiErr slack.SlackErrorResponse
-	switch {
-	case errors.As(err, &rate):
-		return "", &RetryError{After: max(rate.RetryAfter, time.Second), Free: true, Reason: "Slack rate limit"}
-	case errors.As(err, &status) && status.Code == http.StatusTooManyRequests:
-		return "", &RetryError{After: 5 * time.Second, Reason: "429 without Retry-After"}
-	case errors.As(err, &apiErr) && (permanentSlackErrors[apiErr.Err] || timerRefusals[apiErr.Err]):
-		return apiErr.Err, nil
-	}
-	return "", err
-}
+// refusedForTimers: Slack error codes that no retry of a reminder or
+// escalation message can fix.
+func refusedForTimers(code string) bool { return permanentSlackErrors[code] || timerRefusals[code] }
 
 // loadTimed reads a request and parses its stored document for a timer
 // job. A nil request with a nil error means there is nothing to do.

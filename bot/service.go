@@ -81,7 +81,7 @@ func NewService(d Deps) (*Service, error) {
 	jobHandlers := poster.Handlers()
 	jobHandlers[store.JobDeliver] = deliverer
 	jobHandlers[store.JobExpire] = deadlineJob{decider: decider, log: d.Logger.With("component", "deadline")}
-	timers := timerDeps{store: d.Store, slack: d.Slack, now: d.Now}
+	timers := timerDeps{store: d.Store, slack: d.Slack, now: d.Now, rateLimitHold: poster.opts.RateLimitHold}
 	jobHandlers[store.JobRemind] = reminderJob{timerDeps: timers.with(d.Logger, "reminders"),
 		plan: aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax}}
 	jobHandlers[store.JobEscalate] = escalationJob{timers.with(d.Logger, "escalation")}

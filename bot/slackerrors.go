@@ -26,44 +26,59 @@ var permanentSlackErrors = map[string]bool{
 	"users_not_found": true, "user_not_found": true,
 }
 
-// slackFailure classifies a failed Slack call made while posting rec and
-// returns what the runner should do with the job:
-//   - 429 with Retry-After: hold the channel for every process, retry then,
-//     not counted as a failed attempt;
-//   - 429 without it: hold and retry after RateLimitHold, counted, so a
+// classifySlack sorts a failed Slack call, with no side effects:
+//   - a 429 with Retry-After: a *RetryError after it, not counted as a failed
+//     attempt (Free);
+//   - a 429 without it (a proxy's): a *RetryError after hold, counted, so a
 //     proxy that keeps answering 429 ends in the dead-letter list;
-//   - a permanent Slack error: record it on the request (GET shows it) and
-//     stop: nil acks the job;
-//   - anything else: record it as the latest error and retry with backoff.
-func (p *Poster) slackFailure(ctx context.Context, rec store.Record, method string, err error) error {
+//   - a Slack error code for which refused(code) is true: that code, and no
+//     retry;
+//   - anything else: err itself, to retry with backoff.
+func classifySlack(err error, hold time.Duration, refused func(code string) bool) (code string, retry error) {
 	var rate *slack.RateLimitedError
 	var status slack.StatusCodeError
 	var apiErr slack.SlackErrorResponse
 	switch {
 	case errors.As(err, &rate):
+		return "", &RetryError{After: max(rate.RetryAfter, time.Second), Free: true, Reason: "Slack answered 429"}
+	case errors.As(err, &status) && status.Code == http.StatusTooManyRequests:
+		return "", &RetryError{After: hold, Reason: "Slack answered 429 without Retry-After"}
+	case errors.As(err, &apiErr) && refused(apiErr.Err):
+		return apiErr.Err, nil
+	}
+	return "", err
+}
+
+func isPermanent(code string) bool { return permanentSlackErrors[code] }
+
+// slackFailure handles a failed Slack call made while posting rec, on top of
+// classifySlack: a rate limit also holds the channel for every process; a
+// permanent error is recorded on the request (GET shows it) and acks the
+// job; anything else is recorded as the latest error and retried.
+func (p *Poster) slackFailure(ctx context.Context, rec store.Record, method string, err error) error {
+	code, retry := classifySlack(err, p.opts.RateLimitHold, isPermanent)
+	var rate *RetryError
+	switch {
+	case errors.As(retry, &rate):
 		p.opts.Metrics.posts.WithLabelValues("rate_limited").Inc()
-		hold := max(rate.RetryAfter, time.Second)
-		if herr := p.opts.Records.HoldChannel(ctx, rec.Channel, hold); herr != nil {
+		if herr := p.opts.Records.HoldChannel(ctx, rec.Channel, rate.After); herr != nil {
 			p.log.WarnContext(ctx, "could not hold the channel after a 429", "err", herr)
 		}
-		p.log.WarnContext(ctx, "Slack rate limit; retrying after Retry-After", "request_id", rec.ID, "method", method, "retry_after", hold)
-		return &RetryError{After: hold, Free: true, Reason: "Slack answered 429 to " + method}
-	case errors.As(err, &status) && status.Code == http.StatusTooManyRequests:
-		p.opts.Metrics.posts.WithLabelValues("rate_limited").Inc()
-		_ = p.opts.Records.HoldChannel(ctx, rec.Channel, p.opts.RateLimitHold)
-		p.log.WarnContext(ctx, "Slack answered 429 without Retry-After", "request_id", rec.ID, "method", method)
-		return &RetryError{After: p.opts.RateLimitHold, Reason: "429 without Retry-After from " + method}
-	case errors.As(err, &apiErr) && permanentSlackErrors[apiErr.Err]:
+		p.log.WarnContext(ctx, "Slack rate limit; retrying later", "request_id", rec.ID, "method", method,
+			"retry_after", rate.After, "retry_after_given", rate.Free)
+		return retry
+	case code != "":
 		p.opts.Metrics.posts.WithLabelValues("failed").Inc()
 		p.log.ErrorContext(ctx, "Slack refused the message; giving up", "request_id", rec.ID, "method", method,
-			"slack_error", apiErr.Err, "channel", rec.Channel)
-		if rerr := p.opts.Records.RecordPostError(ctx, rec.ID, apiErr.Err, true); rerr != nil {
+			"slack_error", code, "channel", rec.Channel)
+		if rerr := p.opts.Records.RecordPostError(ctx, rec.ID, code, true); rerr != nil {
 			return rerr // retry: the failure must be recorded
 		}
 		return nil
 	}
 	p.opts.Metrics.posts.WithLabelValues("retry").Inc()
-	code := err.Error()
+	code = err.Error()
+	var apiErr slack.SlackErrorResponse
 	if errors.As(err, &apiErr) {
 		code = apiErr.Err
 	}
