@@ -29,6 +29,9 @@ type Answer struct {
 	At        time.Time `json:"at"`
 	Defaulted bool      `json:"defaulted,omitempty"` // took the decision's default at resolution
 	TimedOut  bool      `json:"timed_out,omitempty"` // given by the on_deadline action (approve/reject)
+	// Signoffs are the verdicts of an approval decision that needs several
+	// (Rules.Gated); Value is what they settle to (Rules.Settle).
+	Signoffs []Signoff `json:"signoffs,omitempty"`
 }
 
 // Answered reports whether the answer carries a value (not just a comment).

@@ -453,4 +453,5 @@ func (p *parser) slackHints(n node, r *Request) {
 			r.Slack.Reviewers = append(r.Slack.Reviewers, s)
 		}
 	}
+	p.authorization(n, r)
 }

@@ -108,6 +108,20 @@ type DecisionAnswer struct {
 	TimedOut bool `json:"timed_out,omitempty"`
 	// Answered is false for a decision nobody answered that has no default.
 	Answered *bool `json:"answered,omitempty"`
+	// Signoffs lists every person's verdict on an approval decision that
+	// needed several sign-offs (quorum or required roles), in signing order.
+	Signoffs []ResponseSignoff `json:"signoffs,omitempty"`
+}
+
+// ResponseSignoff is one person's verdict on an approval decision.
+type ResponseSignoff struct {
+	AgentID   string   `json:"agent_id"` // "human:<Slack user id>"
+	AgentName string   `json:"agent_name"`
+	Approved  bool     `json:"approved"`
+	Roles     []string `json:"roles,omitempty"` // the required roles they signed for
+	Reason    *string  `json:"reason,omitempty"`
+	// At is when they signed (UTC, to the second).
+	At time.Time `json:"at"`
 }
 
 // ResponseHandoff links the response to its request and the requesting agent.
@@ -185,6 +199,17 @@ func decisionAnswer(d Decision, a Answer, namePeople bool) DecisionAnswer {
 	out := DecisionAnswer{DecisionID: d.ID}
 	if c := strings.TrimSpace(a.Comment); c != "" {
 		out.Comment = &a.Comment
+	}
+	for _, so := range a.Signoffs {
+		rs := ResponseSignoff{AgentID: so.By.AgentID(), AgentName: so.By.Name, Approved: so.Approved,
+			Roles: so.Roles, At: stamp(so.At)}
+		if rs.AgentName == "" {
+			rs.AgentName = so.By.ID
+		}
+		if r := strings.TrimSpace(so.Reason); r != "" {
+			rs.Reason = &so.Reason
+		}
+		out.Signoffs = append(out.Signoffs, rs)
 	}
 	v := answerValue(d, a)
 	switch {

@@ -198,10 +198,25 @@ type Lifecycle struct {
 	Visibility string `json:"visibility,omitempty"`
 }
 
-// SlackHints is extensions.slack: where to post and whom to mention.
+// SlackHints is extensions.slack: where to post, whom to mention, and who
+// may decide (see Rules).
 type SlackHints struct {
 	Channel   string
 	Reviewers []string // Slack user ids (U…/W…) or email addresses
+	// ReviewerGroups are Slack user group ids (S…) whose members may decide.
+	ReviewerGroups []string
+	// RequiredRoles must each approve every approval decision.
+	RequiredRoles []Role
+	// Quorum is how many distinct people must approve each approval
+	// decision; 0 keeps the workspace default.
+	Quorum int
+	// AllowSelfApproval and RequireReason override the workspace defaults
+	// when set.
+	AllowSelfApproval *bool
+	RequireReason     *bool
+	// RequestedBy is the human the agent asks for (Slack user id or email);
+	// unless self-approval is allowed they cannot decide the request.
+	RequestedBy string
 	// Reminders overrides the configured reminder schedule; nil keeps it.
 	Reminders *ReminderPlan
 }

@@ -39,6 +39,15 @@ type Config struct {
 	CallbackSecret       string `envconfig:"CALLBACK_SECRET"`
 	AuditKey             string `envconfig:"AUDIT_KEY"`
 
+	// Who may decide, workspace-wide (see bot/authz.go and the README).
+	AdminUsers            []string      `envconfig:"ADMIN_USERS"`
+	DefaultReviewers      []string      `envconfig:"DEFAULT_REVIEWERS"`
+	DefaultReviewerGroups []string      `envconfig:"DEFAULT_REVIEWER_GROUPS"`
+	ApprovalQuorum        int           `envconfig:"APPROVAL_QUORUM" default:"1"`
+	AllowSelfApproval     bool          `envconfig:"ALLOW_SELF_APPROVAL" default:"false"`
+	RequireReason         bool          `envconfig:"REQUIRE_REASON" default:"false"`
+	DirectoryCacheTTL     time.Duration `envconfig:"DIRECTORY_CACHE_TTL" default:"5m"`
+
 	ReminderInterval time.Duration `envconfig:"REMINDER_INTERVAL" default:"4h"`
 	ReminderMax      int           `envconfig:"REMINDER_MAX" default:"3"`
 
@@ -170,6 +179,7 @@ func (c *Config) validate() error {
 	if c.JobMaxAttempts < 1 {
 		add("JOB_MAX_ATTEMPTS must be at least 1")
 	}
+	c.validateAuthorization(add)
 	if c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{} ") {
 		add("REDIS_PREFIX must be non-empty without braces or spaces")
 	}

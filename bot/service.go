@@ -29,6 +29,7 @@ type Deps struct {
 		SlackAPI
 		handlers.SlackAPI
 		TimerSlackAPI
+		DirectoryAPI
 	}
 	// Metrics must be the Metrics whose transport instruments Slack.
 	Metrics  *Metrics
@@ -63,7 +64,8 @@ func NewService(d Deps) (*Service, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	decider := decide.NewDecider(d.Store, d.Now)
+	decider := decide.NewDecider(d.Store, decide.Options{Now: d.Now, Policy: cfg.Policy(),
+		Directory: NewDirectory(d.Slack, cfg.DirectoryCacheTTL, d.Registry)})
 	poster, err := NewPoster(PosterOptions{
 		Slack: d.Slack, Records: d.Store, PostInterval: cfg.SlackPostInterval, RateLimitHold: d.RateLimitHold,
 		Metrics: d.Metrics, Logger: d.Logger.With("component", "poster"),

@@ -202,6 +202,11 @@ var patternMessages = map[string]string{
 	`^$|^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]`:                      "must be an absolute https URL",
 	`^$|^(?:[CGD][A-Z0-9]{2,20}|#?[a-z0-9][a-z0-9_-]{0,79})$`: "must be a Slack channel id (C…, G…, D…) or a channel name like #approvals",
 	`^[UW][A-Z0-9]{2,20}$|@`:                                  "must be a Slack user id (U…/W…) or an email address",
+	`^$|^[UW][A-Z0-9]{2,20}$|@`:                               "must be a Slack user id (U…/W…) or an email address",
+	`^[UWS][A-Z0-9]{2,20}$|@`:                                 "must be a Slack user id (U…/W…), a user group id (S…) or an email address",
+	`^S[A-Z0-9]{2,20}$`:                                       "must be a Slack user group id (S…)",
+	`^[A-Za-z0-9][A-Za-z0-9 _.-]{0,39}$`:                      "must be 1-40 letters, digits, spaces and _ . - starting with a letter or digit",
+	`^human:`:                                                 "must be \"human:\" followed by a Slack user id",
 }
 
 // violations flattens the library's error tree to its leaves, the errors

@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -28,17 +26,38 @@ import (
 // their answers (the audit keeps every version); Submit resolves the request
 // once every required decision is answered, and unanswered optional
 // decisions then take their default (marked "defaulted" in the response).
+//
+// Who may decide is checked before anything is stored (see authorize.go):
+// the request's reviewers, reviewer groups, required roles and escalation
+// targets, and workspace admins; the requester may not decide their own
+// request unless self-approval is allowed. Approval decisions that need
+// several sign-offs (a quorum, or required roles) collect each person's
+// verdict and settle when enough have approved, or when anyone rejects.
 type Decider struct {
-	store *store.Store
-	now   func() time.Time
+	store  *store.Store
+	now    func() time.Time
+	dir    Directory
+	policy Policy
+}
+
+// Options configure a Decider.
+type Options struct {
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Directory looks up users' emails and user group members. Without it,
+	// reviewers given by email or group match nobody (beyond the mentions
+	// resolved when the message was posted).
+	Directory Directory
+	// Policy is the workspace-wide authorization configuration.
+	Policy Policy
 }
 
 // NewDecider returns a Decider over st.
-func NewDecider(st *store.Store, now func() time.Time) *Decider {
-	if now == nil {
-		now = time.Now
+func NewDecider(st *store.Store, opts Options) *Decider {
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
-	return &Decider{store: st, now: now}
+	return &Decider{store: st, now: opts.Now, dir: opts.Directory, policy: opts.Policy}
 }
 
 // Refusal is an action that changed nothing, with the reason to show the
@@ -47,6 +66,8 @@ type Refusal struct {
 	Reason string
 	// Field is the modal field the reason belongs to, if any.
 	Field string
+	// Rule names the rule that refused it (Rule… constants), for the audit.
+	Rule string
 }
 
 func (r *Refusal) Error() string { return r.Reason }
@@ -61,32 +82,32 @@ type Outcome struct {
 // Answer records values for one or more decisions (several: "approve all")
 // by one person. values holds typed values by decision id.
 func (d *Decider) Answer(ctx context.Context, requestID string, by aah.Person, values map[string]any) (Outcome, error) {
-	return d.act(ctx, requestID, by, "answer", func(rec store.Record, req *aah.Request, out *Outcome) (*store.Change, error) {
+	return d.act(ctx, requestID, by, "answer", func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
+		if err := g.mayDecide(); err != nil {
+			return nil, err
+		}
 		now := d.now().UTC()
 		ch := &store.Change{Set: map[string]any{}}
 		answers := cloneAnswers(rec.Answers)
 		for id, raw := range values {
 			dec, ok := req.Decision(id)
 			if !ok {
-				return nil, &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", id)}
+				return nil, &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", id), Rule: RuleInvalid}
 			}
 			v, err := aah.CheckAnswer(dec, raw)
 			if err != nil {
-				return nil, &Refusal{Reason: fmt.Sprintf("%s: %v", dec.Prompt, err), Field: "value"}
+				return nil, &Refusal{Reason: fmt.Sprintf("%s: %v", dec.Prompt, err), Field: "value", Rule: RuleInvalid}
 			}
 			prev, had := answers[id]
-			if had && prev.Answered() && reflect.DeepEqual(prev.Value, v) && prev.By.ID == by.ID {
+			a, data, err := g.answer(dec, prev, v, by, now)
+			if err != nil {
+				return nil, err
+			}
+			if a == nil {
 				continue // the same person repeating the same answer: nothing to record
 			}
-			a := aah.Answer{DecisionID: id, Value: v, By: by, At: now}
-			if prev.CommentBy.ID == by.ID {
-				// A person's comment stays with their own answer; someone
-				// else's rationale does not carry over to it (the audit keeps it).
-				a.Comment, a.CommentBy = prev.Comment, prev.CommentBy
-			}
-			answers[id] = a
-			ch.Answers = append(ch.Answers, a)
-			data := map[string]any{"decision_id": id, "value": v}
+			answers[id] = *a
+			ch.Answers = append(ch.Answers, *a)
 			if had && prev.Answered() {
 				data["previous_value"], data["previous_by"] = prev.Value, prev.By.ID
 			}
@@ -97,7 +118,7 @@ func (d *Decider) Answer(ctx context.Context, requestID string, by aah.Person, v
 		}
 		out.Changed = true
 		ch.Bump = true
-		if len(req.Data.Decisions) == 1 {
+		if len(req.Data.Decisions) == 1 && answers[req.Data.Decisions[0].ID].Answered() {
 			out.Resolved = true
 			return d.resolve(rec, req, answers, by, ch)
 		}
@@ -112,12 +133,12 @@ func (d *Decider) Answer(ctx context.Context, requestID string, by aah.Person, v
 // the decision's answer (and is kept when the value changes later).
 func (d *Decider) Comment(ctx context.Context, requestID, decisionID string, by aah.Person, text string) (Outcome, error) {
 	text = strings.TrimSpace(text)
-	return d.act(ctx, requestID, by, "comment", func(rec store.Record, req *aah.Request, out *Outcome) (*store.Change, error) {
+	return d.act(ctx, requestID, by, "comment", func(rec store.Record, req *aah.Request, _ grant, out *Outcome) (*store.Change, error) {
 		if _, ok := req.Decision(decisionID); !ok {
-			return nil, &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", decisionID)}
+			return nil, &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", decisionID), Rule: RuleInvalid}
 		}
 		if utf8.RuneCountInString(text) > aah.MaxTextLength {
-			return nil, &Refusal{Reason: "A comment holds at most 3000 characters.", Field: "comment"}
+			return nil, &Refusal{Reason: "A comment holds at most 3000 characters.", Field: "comment", Rule: RuleInvalid}
 		}
 		a := rec.Answers[decisionID]
 		if a.Comment == text {
@@ -140,7 +161,10 @@ func (d *Decider) Comment(ctx context.Context, requestID, decisionID string, by 
 // Submit resolves a request with several decisions once every required one
 // is answered; unanswered optional decisions take their default.
 func (d *Decider) Submit(ctx context.Context, requestID string, by aah.Person) (Outcome, error) {
-	return d.act(ctx, requestID, by, "submit", func(rec store.Record, req *aah.Request, out *Outcome) (*store.Change, error) {
+	return d.act(ctx, requestID, by, "submit", func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
+		if err := g.mayDecide(); err != nil {
+			return nil, err
+		}
 		answers := cloneAnswers(rec.Answers)
 		var missing []string
 		for _, dec := range req.Data.Decisions {
@@ -157,7 +181,7 @@ func (d *Decider) Submit(ctx context.Context, requestID string, by aah.Person) (
 			}
 		}
 		if len(missing) > 0 {
-			return nil, &Refusal{Reason: "Answer every required decision before submitting. Still open: " + strings.Join(missing, "; ")}
+			return nil, &Refusal{Reason: "Answer every required decision before submitting. Still open: " + strings.Join(missing, "; "), Rule: RuleInvalid}
 		}
 		out.Changed, out.Resolved = true, true
 		ch := &store.Change{Set: map[string]any{}, Bump: true,
@@ -171,37 +195,29 @@ func (d *Decider) Submit(ctx context.Context, requestID string, by aah.Person) (
 	})
 }
 
-// open parses an open request; a closed one is a Refusal saying why.
-func (d *Decider) open(rec store.Record, by aah.Person) (*aah.Request, error) {
+// open parses an open request the person may decide; a closed one, or a
+// person who may not decide it, is a Refusal saying why.
+func (d *Decider) open(rec store.Record, by aah.Person, auth authority) (*aah.Request, error) {
 	if !rec.Status.Open() {
-		return nil, &Refusal{Reason: closedReason(rec)}
+		return nil, &Refusal{Reason: closedReason(rec), Rule: RuleClosed}
 	}
-	req, err := aah.Parse(rec.Document, aah.ParseOptions{Stored: true})
+	req, err := parseStored(rec)
 	if err != nil {
-		return nil, fmt.Errorf("stored request %s does not parse: %w", rec.ID, err)
+		return nil, err
 	}
-	if len(req.Slack.Reviewers) > 0 && !isReviewer(req.Slack.Reviewers, rec.Mentions, by.ID) && !slices.Contains(rec.EscalatedTo, by.ID) {
-		return nil, &Refusal{Reason: "Only the reviewers this request names can answer it."}
+	if !auth.allowed(rec.Mentions, rec.EscalatedTo, by.ID) {
+		return nil, &Refusal{Reason: "Only the people this request names (its reviewers, reviewer groups and " +
+			"required roles) or its escalation contact can answer it.", Rule: RuleReviewer}
 	}
 	return req, nil
 }
 
-// isReviewer reports whether user is one of the reviewers a request names:
-// named by Slack id, or by an email that resolved to them when the message
-// was posted. It fails closed: when no named reviewer could be resolved,
-// nobody may answer (rather than everybody).
-func isReviewer(named, mentions []string, user string) bool {
-	for _, r := range named {
-		if r == user {
-			return true
-		}
+func parseStored(rec store.Record) (*aah.Request, error) {
+	req, err := aah.Parse(rec.Document, aah.ParseOptions{Stored: true})
+	if err != nil {
+		return nil, fmt.Errorf("stored request %s does not parse: %w", rec.ID, err)
 	}
-	for _, m := range mentions {
-		if id, ok := strings.CutPrefix(m, "<@"); ok && strings.TrimSuffix(id, ">") == user {
-			return true
-		}
-	}
-	return false
+	return req, nil
 }
 
 func closedReason(rec store.Record) string {
@@ -221,21 +237,59 @@ func closedReason(rec store.Record) string {
 // what changes. A *Refusal from decide is audited and returned after the
 // commit; any other error aborts the update.
 func (d *Decider) act(ctx context.Context, requestID string, by aah.Person, action string,
-	decide func(rec store.Record, req *aah.Request, out *Outcome) (*store.Change, error)) (Outcome, error) {
+	decide func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error)) (Outcome, error) {
+	auth, err := d.authorityOver(ctx, requestID, by)
+	if err != nil {
+		return Outcome{}, err
+	}
 	var out Outcome
 	var f refusal
 	rec, err := d.store.Update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
 		out, f = Outcome{}, refusal{}
-		req, err := d.open(rec, by)
+		req, err := d.open(rec, by, auth)
 		if err == nil {
 			var ch *store.Change
-			if ch, err = decide(rec, req, &out); err == nil {
+			if ch, err = decide(rec, req, grant{auth: auth, rules: req.Rules(d.policy.Defaults)}, &out); err == nil {
 				return ch, nil
 			}
 		}
 		return f.refuse(rec, by, action, err)
 	})
 	return f.result(out, rec, err)
+}
+
+// authorityOver works out what by may do on the request, before it is
+// changed (see authority). A closed request needs no lookups: open refuses it.
+func (d *Decider) authorityOver(ctx context.Context, requestID string, by aah.Person) (authority, error) {
+	rec, err := d.store.Get(ctx, requestID)
+	if err != nil {
+		return authority{}, err
+	}
+	if !rec.Status.Open() {
+		return authority{}, nil
+	}
+	req, err := parseStored(rec)
+	if err != nil {
+		return authority{}, err
+	}
+	auth, err := d.authorize(ctx, req, by)
+	if err != nil {
+		return authority{}, fmt.Errorf("check who may decide %s: %w", requestID, err)
+	}
+	return auth, nil
+}
+
+// Check reports whether by may take action ("answer" or "comment") on the
+// request now, before a modal is opened for it: a *Refusal (audited like a
+// refused action) when not.
+func (d *Decider) Check(ctx context.Context, requestID string, by aah.Person, action string) error {
+	_, err := d.act(ctx, requestID, by, action, func(_ store.Record, _ *aah.Request, g grant, _ *Outcome) (*store.Change, error) {
+		if action == "comment" {
+			return nil, nil
+		}
+		return nil, g.mayDecide()
+	})
+	return err
 }
 
 // refusal collects a refused action: its click_refused audit entry is
@@ -250,7 +304,7 @@ func (f *refusal) refuse(rec store.Record, by aah.Person, action string, err err
 	}
 	f.r = r
 	return &store.Change{Audit: []store.AuditEvent{{Event: "click_refused", Actor: by.AgentID(),
-		Data: map[string]any{"action": action, "reason": r.Reason, "status": string(rec.Status)}}}}, nil
+		Data: map[string]any{"action": action, "reason": r.Reason, "rule": r.Rule, "status": string(rec.Status)}}}}, nil
 }
 
 // result turns Update's outcome into the caller's: a refusal wins over a

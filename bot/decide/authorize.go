@@ -1,0 +1,138 @@
+package decide
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/approvalbot/approvalbot/aah"
+)
+
+// Directory says who a Slack user is and who belongs to a user group. The
+// bot's implementation asks Slack and caches the answers briefly.
+type Directory interface {
+	UserEmail(ctx context.Context, userID string) (string, error)
+	GroupMembers(ctx context.Context, groupID string) ([]string, error)
+}
+
+// Policy is the workspace-wide authorization configuration.
+type Policy struct {
+	// Defaults are the sign-off rules a request's extensions.slack overrides.
+	Defaults aah.Defaults
+	// Admins may decide any request (they count towards a quorum but hold
+	// no role they are not a member of).
+	Admins []string
+	// Reviewers and ReviewerGroups decide requests that name nobody who
+	// may decide (no reviewers, reviewer_groups or required_roles). When
+	// they are empty too, anyone who can see the message may decide.
+	Reviewers      []string
+	ReviewerGroups []string
+}
+
+// Refusal rules, recorded in the audit with each refused action.
+const (
+	RuleClosed        = "closed"
+	RuleReviewer      = "reviewer"
+	RuleSelfApproval  = "self_approval"
+	RuleRequireReason = "require_reason"
+	RuleInvalid       = "invalid"
+)
+
+// authority is what one person may do on one request, worked out before the
+// request is changed: it needs Slack lookups (emails, group members), which
+// must not run inside the optimistic transaction.
+type authority struct {
+	restricted bool     // the request or the workspace names who may decide
+	named      bool     // the person is one of them (user id, email, group or role)
+	admin      bool     // a workspace admin (Policy.Admins)
+	requester  bool     // the person the agent asks for
+	roles      []string // the required roles the person holds
+}
+
+// allowed reports whether the person may decide, given the request's
+// reviewer mentions (emails resolved when it was posted) and escalation
+// targets as they are now.
+func (a authority) allowed(mentions, escalatedTo []string, user string) bool {
+	return a.admin || !a.restricted || a.named || slices.Contains(escalatedTo, user) ||
+		slices.Contains(mentions, "<@"+user+">")
+}
+
+// authorize works out a person's authority over a request. A failed lookup
+// is an error: it fails closed, and the person may try again.
+func (d *Decider) authorize(ctx context.Context, req *aah.Request, by aah.Person) (authority, error) {
+	m := &matcher{dir: d.dir, user: by.ID}
+	var a authority
+	a.admin = slices.Contains(d.policy.Admins, by.ID)
+	h := req.Slack
+	reviewers, groups := h.Reviewers, h.ReviewerGroups
+	if len(reviewers) == 0 && len(groups) == 0 && len(h.RequiredRoles) == 0 {
+		reviewers, groups = d.policy.Reviewers, d.policy.ReviewerGroups
+	}
+	a.restricted = len(reviewers) > 0 || len(groups) > 0 || len(h.RequiredRoles) > 0
+	var err error
+	if a.named, err = m.any(ctx, slices.Concat(reviewers, groups)); err != nil {
+		return a, err
+	}
+	for _, role := range h.RequiredRoles {
+		in, err := m.any(ctx, role.Members)
+		if err != nil {
+			return a, err
+		}
+		if in {
+			a.roles = append(a.roles, role.Name)
+			a.named = true
+		}
+	}
+	if a.requester, err = m.any(ctx, req.Requester()); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+// matcher matches one Slack user against user ids, emails and user group
+// ids, looking up the user's email and group members only when an entry
+// needs them.
+type matcher struct {
+	dir      Directory
+	user     string
+	email    string
+	hasEmail bool
+}
+
+func (m *matcher) any(ctx context.Context, entries []string) (bool, error) {
+	for _, e := range entries {
+		ok, err := m.match(ctx, e)
+		if ok || err != nil {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+func (m *matcher) match(ctx context.Context, entry string) (bool, error) {
+	switch {
+	case entry == m.user:
+		return true, nil
+	case aah.IsSlackUserID(entry):
+		return false, nil
+	case m.dir == nil:
+		return false, nil // nothing to check emails and groups with: no match (fails closed)
+	case aah.IsSlackGroupID(entry):
+		members, err := m.dir.GroupMembers(ctx, entry)
+		if err != nil {
+			return false, fmt.Errorf("look up members of user group %s: %w", entry, err)
+		}
+		return slices.Contains(members, m.user), nil
+	case aah.IsEmail(entry):
+		if !m.hasEmail {
+			email, err := m.dir.UserEmail(ctx, m.user)
+			if err != nil {
+				return false, fmt.Errorf("look up the email of %s: %w", m.user, err)
+			}
+			m.email, m.hasEmail = email, true
+		}
+		return m.email != "" && strings.EqualFold(m.email, entry), nil
+	}
+	return false, nil
+}

@@ -1,0 +1,73 @@
+package decide
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/approvalbot/approvalbot/aah"
+)
+
+// grant is what act hands an action: the person's authority over the
+// request and the request's effective sign-off rules.
+type grant struct {
+	auth  authority
+	rules aah.Rules
+}
+
+// mayDecide refuses the requester deciding their own request, unless the
+// request or the workspace allows self-approval. Commenting stays open to
+// them.
+func (g grant) mayDecide() error {
+	if g.auth.requester && !g.rules.AllowSelfApproval {
+		return &Refusal{Reason: "You asked for this decision, so someone else has to make it " +
+			"(self-approval is off for this request). You can still comment.", Rule: RuleSelfApproval}
+	}
+	return nil
+}
+
+// answer is the answer to dec after by gives value v, with its audit data;
+// nil when it changes nothing (the same person repeating themselves). An
+// approval decision under gated rules collects by's sign-off and settles
+// from all of them; any other decision takes the latest answer.
+func (g grant) answer(dec aah.Decision, prev aah.Answer, v any, by aah.Person, now time.Time) (*aah.Answer, map[string]any, error) {
+	ownComment := prev.CommentBy.ID == by.ID && strings.TrimSpace(prev.Comment) != ""
+	if v == false && g.rules.RequireReason && !ownComment {
+		return nil, nil, &Refusal{Reason: fmt.Sprintf("Say why you reject “%s”: this request needs a reason "+
+			"for every rejection. Use Reject again and fill in the reason.", dec.Prompt), Field: "comment", Rule: RuleRequireReason}
+	}
+	data := map[string]any{"decision_id": dec.ID, "value": v}
+	if dec.Type != aah.TypeApproval || !g.rules.Gated() {
+		if prev.Answered() && reflect.DeepEqual(prev.Value, v) && prev.By.ID == by.ID {
+			return nil, nil, nil
+		}
+		a := aah.Answer{DecisionID: dec.ID, Value: v, By: by, At: now}
+		if prev.CommentBy.ID == by.ID {
+			// A person's comment stays with their own answer; someone
+			// else's rationale does not carry over to it (the audit keeps it).
+			a.Comment, a.CommentBy = prev.Comment, prev.CommentBy
+		}
+		return &a, data, nil
+	}
+	approved := v.(bool)
+	if i := slices.IndexFunc(prev.Signoffs, func(s aah.Signoff) bool { return s.By.ID == by.ID }); i >= 0 && prev.Signoffs[i].Approved == approved {
+		return nil, nil, nil
+	}
+	so := aah.Signoff{By: by, Approved: approved, Roles: g.auth.roles, At: now}
+	if !approved && ownComment {
+		so.Reason = prev.Comment
+	}
+	a := prev
+	a.DecisionID = dec.ID
+	a.Signoffs = aah.WithSignoff(prev.Signoffs, so)
+	a = g.rules.Settle(a)
+	progress := g.rules.Tally(a.Signoffs)
+	data["signoff"] = true
+	data["roles"] = so.Roles
+	data["approvals"] = len(progress.Approvals)
+	data["quorum"] = progress.Quorum
+	data["settled"] = a.Value
+	return &a, data, nil
+}
