@@ -43,16 +43,27 @@ func (s *Slack) commands(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { s.metrics.ack.WithLabelValues("slash_command").Observe(time.Since(start).Seconds()) }()
-	if cmd := form.Get("command"); cmd != s.opts.Command {
-		writeEphemeral(w, blocks.Notice(fmt.Sprintf(":warning: This endpoint answers `%s`, not `%s`.",
-			blocks.Escape(s.opts.Command), blocks.Escape(cmd))))
-		return
-	}
-	sub, arg, _ := strings.Cut(strings.TrimSpace(form.Get("text")), " ")
-	q := commandQuery{sub: strings.ToLower(sub), arg: strings.TrimSpace(arg), user: form.Get("user_id"),
-		channelID: form.Get("channel_id"), chanName: form.Get("channel_name")}
+	writeAck(w, s.Command(r.Context(), slack.SlashCommand{
+		Command: form.Get("command"), Text: form.Get("text"), UserID: form.Get("user_id"),
+		ChannelID: form.Get("channel_id"), ChannelName: form.Get("channel_name"), ResponseURL: form.Get("response_url"),
+	}))
+}
 
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
+// Command answers a slash command, whichever transport brought it, with the
+// ephemeral reply its acknowledgement carries. An answer that takes longer
+// than CommandBudget is acked with "working on it" and follows through the
+// command's response_url, so the ack always comes within Slack's 3 s.
+func (s *Slack) Command(ctx context.Context, cmd slack.SlashCommand) any {
+	if cmd.Command != s.opts.Command {
+		return ephemeral(blocks.Notice(fmt.Sprintf(":warning: This endpoint answers `%s`, not `%s`.",
+			blocks.Escape(s.opts.Command), blocks.Escape(cmd.Command))))
+	}
+	sub, arg, _ := strings.Cut(strings.TrimSpace(cmd.Text), " ")
+	q := commandQuery{sub: strings.ToLower(sub), arg: strings.TrimSpace(arg), user: cmd.UserID,
+		channelID: cmd.ChannelID, chanName: cmd.ChannelName}
+
+	// The answer outlives the ack when it is slow: it must not end with it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	done := make(chan blocks.Message, 1)
 	go func() {
 		defer cancel()
@@ -60,15 +71,15 @@ func (s *Slack) commands(w http.ResponseWriter, r *http.Request) {
 	}()
 	select {
 	case msg := <-done:
-		writeEphemeral(w, msg)
+		return ephemeral(msg)
 	case <-time.After(s.opts.CommandBudget):
 		// Too slow for Slack's 3 s: ack now, answer through response_url.
-		writeEphemeral(w, blocks.Notice(":hourglass_flowing_sand: Working on it…"))
-		responseURL := form.Get("response_url")
+		responseURL := cmd.ResponseURL
 		s.opts.Async.Go("response_url", func(ctx context.Context) {
 			msg := <-done
 			s.respond(ctx, responseURL, msg, false)
 		})
+		return ephemeral(blocks.Notice(":hourglass_flowing_sand: Working on it…"))
 	}
 }
 
@@ -193,9 +204,8 @@ type ephemeralReply struct {
 	Blocks          []slack.Block `json:"blocks"`
 }
 
-func writeEphemeral(w http.ResponseWriter, msg blocks.Message) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	_ = json.NewEncoder(w).Encode(ephemeralReply{ResponseType: "ephemeral", Text: msg.Text, Blocks: msg.Blocks})
+func ephemeral(msg blocks.Message) ephemeralReply {
+	return ephemeralReply{ResponseType: "ephemeral", Text: msg.Text, Blocks: msg.Blocks}
 }
 
 // respond POSTs a reply to a Slack response_url.
@@ -204,7 +214,9 @@ func (s *Slack) respond(ctx context.Context, responseURL string, msg blocks.Mess
 		s.log.WarnContext(ctx, "no response_url to answer through")
 		return
 	}
-	body, err := json.Marshal(ephemeralReply{ResponseType: "ephemeral", ReplaceOriginal: replace, Text: msg.Text, Blocks: msg.Blocks})
+	reply := ephemeral(msg)
+	reply.ReplaceOriginal = replace
+	body, err := json.Marshal(reply)
 	if err != nil {
 		s.log.ErrorContext(ctx, "could not encode a response_url reply", "err", err)
 		return

@@ -183,17 +183,36 @@ func (s *Slack) interactions(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "payload is not an interaction", http.StatusBadRequest)
 		return
 	}
-	ctx := r.Context()
+	writeAck(w, s.Interaction(r.Context(), &cb))
+	s.metrics.ack.WithLabelValues(string(cb.Type)).Observe(time.Since(start).Seconds())
+}
+
+// Interaction handles one interaction, whichever transport brought it (the
+// HTTP endpoint after verifying its signature, or Socket Mode), and returns
+// what its acknowledgement carries: nil for an empty one, or a
+// view_submission's field errors. Its effect is recorded when it returns;
+// Slack API calls it causes run afterwards on the Async pool.
+func (s *Slack) Interaction(ctx context.Context, cb *slack.InteractionCallback) any {
 	switch cb.Type {
 	case slack.InteractionTypeBlockActions:
-		s.blockActions(ctx, &cb)
-		w.WriteHeader(http.StatusOK)
+		s.blockActions(ctx, cb)
 	case slack.InteractionTypeViewSubmission:
-		s.viewSubmission(ctx, w, &cb)
-	default:
-		w.WriteHeader(http.StatusOK) // view_closed and others need no answer
+		if errs := s.viewSubmission(ctx, cb); errs != nil {
+			return errs
+		}
 	}
-	s.metrics.ack.WithLabelValues(string(cb.Type)).Observe(time.Since(start).Seconds())
+	return nil // view_closed and others need no answer
+}
+
+// writeAck answers an HTTP request from Slack with a core's payload: 200 and
+// an empty body when there is none, else the payload as JSON.
+func writeAck(w http.ResponseWriter, payload any) {
+	if payload == nil {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	_ = json.NewEncoder(w).Encode(payload)
 }
 
 func person(u slack.User) aah.Person {

@@ -2,9 +2,7 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -16,12 +14,12 @@ import (
 
 // viewSubmission handles a submitted modal. Its answer is validated and
 // recorded before replying; a problem is answered with response_action
-// "errors" on the offending block, so the modal stays open to fix it.
-func (s *Slack) viewSubmission(ctx context.Context, w http.ResponseWriter, cb *slack.InteractionCallback) {
+// "errors" on the offending block, so the modal stays open to fix it. It
+// returns nil when the modal may close.
+func (s *Slack) viewSubmission(ctx context.Context, cb *slack.InteractionCallback) *viewErrors {
 	ref, ok := blocks.ParseModalRef(cb.View.PrivateMetadata)
 	if !ok {
-		w.WriteHeader(http.StatusOK)
-		return
+		return nil
 	}
 	by := person(cb.User)
 	var values map[string]map[string]slack.BlockAction
@@ -32,35 +30,31 @@ func (s *Slack) viewSubmission(ctx context.Context, w http.ResponseWriter, cb *s
 	switch cb.View.CallbackID {
 	case blocks.ModalComment:
 		out, err := s.opts.Decisions.Comment(ctx, ref.RequestID, ref.DecisionID, by, comment.Value)
-		s.reply(ctx, w, blocks.BlockComment, "comment", ref, by, out, err)
+		return s.reply(ctx, blocks.BlockComment, "comment", ref, by, out, err)
 	case blocks.ModalInput:
 		_, req, err := s.load(ctx, ref.RequestID)
 		if err != nil {
-			s.reply(ctx, w, blocks.BlockValue, "input", ref, by, decide.Outcome{}, err)
-			return
+			return s.reply(ctx, blocks.BlockValue, "input", ref, by, decide.Outcome{}, err)
 		}
 		d, ok := req.Decision(ref.DecisionID)
 		if !ok {
-			s.reply(ctx, w, blocks.BlockValue, "input", ref, by, decide.Outcome{}, &decide.Refusal{Reason: "This request has no such decision."})
-			return
+			return s.reply(ctx, blocks.BlockValue, "input", ref, by, decide.Outcome{}, &decide.Refusal{Reason: "This request has no such decision."})
 		}
 		value, msg := parseInput(d, values[blocks.BlockValue][blocks.ActionValue].Value)
 		if msg != "" {
-			writeErrors(w, map[string]string{blocks.BlockValue: msg})
-			return
+			return fieldErrors(blocks.BlockValue, msg)
 		}
 		// The comment first: a single-decision request resolves on its answer,
 		// and its response must carry the comment.
 		if hasComment && strings.TrimSpace(comment.Value) != "" {
 			if out, err := s.opts.Decisions.Comment(ctx, ref.RequestID, ref.DecisionID, by, comment.Value); err != nil {
-				s.reply(ctx, w, blocks.BlockComment, "comment", ref, by, out, err)
-				return
+				return s.reply(ctx, blocks.BlockComment, "comment", ref, by, out, err)
 			}
 		}
 		out, err := s.opts.Decisions.Answer(ctx, ref.RequestID, by, map[string]any{ref.DecisionID: value})
-		s.reply(ctx, w, blocks.BlockValue, "input", ref, by, out, err)
+		return s.reply(ctx, blocks.BlockValue, "input", ref, by, out, err)
 	default:
-		w.WriteHeader(http.StatusOK)
+		return nil
 	}
 }
 
@@ -83,25 +77,31 @@ func parseInput(d aah.Decision, raw string) (any, string) {
 	return raw, ""
 }
 
-// reply answers a modal submission: empty (the modal closes) once recorded,
+// reply answers a modal submission: nil (the modal closes) once recorded,
 // or field errors that keep it open. A refusal of a closed request is shown
 // on the field too: it is the only place the person is looking.
-func (s *Slack) reply(ctx context.Context, w http.ResponseWriter, block, action string, ref blocks.ModalRef, by aah.Person, out decide.Outcome, err error) {
+func (s *Slack) reply(ctx context.Context, block, action string, ref blocks.ModalRef, by aah.Person, out decide.Outcome, err error) *viewErrors {
 	var refusal *decide.Refusal
 	switch {
 	case errors.As(err, &refusal):
 		s.metrics.actions.WithLabelValues(action, "refused").Inc()
-		writeErrors(w, map[string]string{block: refusal.Reason})
+		return fieldErrors(block, refusal.Reason)
 	case err != nil:
 		s.settled(ctx, action, ref.Channel, by, out, err)
-		writeErrors(w, map[string]string{block: "This could not be saved, please try again."})
+		return fieldErrors(block, "This could not be saved, please try again.")
 	default:
 		s.settled(ctx, action, ref.Channel, by, out, nil)
-		w.WriteHeader(http.StatusOK)
+		return nil
 	}
 }
 
-func writeErrors(w http.ResponseWriter, errs map[string]string) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"response_action": "errors", "errors": errs})
+// viewErrors is a view_submission's answer that keeps the modal open with
+// a message under each named block.
+type viewErrors struct {
+	ResponseAction string            `json:"response_action"`
+	Errors         map[string]string `json:"errors"`
+}
+
+func fieldErrors(block, msg string) *viewErrors {
+	return &viewErrors{ResponseAction: "errors", Errors: map[string]string{block: msg}}
 }
