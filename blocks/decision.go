@@ -28,7 +28,7 @@ func (r *renderer) decisionBlocks(i int, d aah.Decision) []slack.Block {
 	}
 	fmt.Fprintf(&b, "*%d. %s*  %s", i+1, escape(d.Prompt), mark)
 	answer, answered := r.st.Answers[d.ID]
-	tail := r.answerText(d, answer, answered)
+	tail := r.answerText(d, answer, answered) + r.signoffText(d, answer)
 	if d.HasDefault() {
 		tail = "\n_Default: " + valueText(d, d.Default) + "_" + tail
 	}
@@ -179,7 +179,11 @@ func (r *renderer) controls(d aah.Decision, a aah.Answer, answered bool, details
 	case aah.TypeApproval:
 		approve := slack.NewButtonBlockElement(ActionApprove, "true", plainText("Approve"))
 		approve.Style = slack.StylePrimary
-		reject := slack.NewButtonBlockElement(ActionReject, "false", plainText("Reject"))
+		rejectAction := ActionReject
+		if r.req.Rules(r.st.Defaults).RequireReason {
+			rejectAction = ActionRejectReason
+		}
+		reject := slack.NewButtonBlockElement(rejectAction, "false", plainText("Reject"))
 		reject.Style = slack.StyleDanger
 		elems = append(elems, approve, reject)
 	case aah.TypeChoice:

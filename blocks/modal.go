@@ -15,6 +15,7 @@ const (
 	ModalInput   = "ab_input"   // a text or number answer (and an optional comment)
 	ModalComment = "ab_comment" // a comment on a decision
 	ModalDetails = "ab_details" // read-only: the full decision
+	ModalReject  = "ab_reject"  // a rejection with its required reason
 )
 
 // Block and action ids of the modals' inputs; validation errors name BlockValue.
@@ -98,6 +99,23 @@ func CommentModal(req *aah.Request, d aah.Decision, current aah.Answer, ref Moda
 	blocks := []slack.Block{section(headerLine(req, d)), commentInput(current.Comment, false)}
 	return modal(ModalComment, "Comment", "Save", ref, blocks)
 }
+
+// RejectModal asks why a person rejects one approval decision, or every
+// approval decision of the request when ref.DecisionID is RequestScope; the
+// request requires a reason for every rejection (require_reason).
+func RejectModal(req *aah.Request, ref ModalRef) slack.ModalViewRequest {
+	head := "_" + fitted(req.Artifact.Title, 300) + "_\n*Reject every approval decision of this request.*"
+	if d, ok := req.Decision(ref.DecisionID); ok {
+		head = headerLine(req, d)
+	}
+	in := slack.NewPlainTextInputBlockElement(plainText("The agent and the audit trail keep it"), ActionText)
+	in.Multiline = true
+	in.MaxLength = aah.MaxTextLength
+	reason := slack.NewInputBlock(BlockComment, plainLabel("Why do you reject it?"), nil, in)
+	return modal(ModalReject, "Reject", "Reject", ref, []slack.Block{section(head), reason})
+}
+
+func fitted(s string, limit int) string { out, _ := fit(s, limit, "…"); return out }
 
 // DetailsModal shows a decision in full: the text the message had to shorten.
 func DetailsModal(req *aah.Request, d aah.Decision, ref ModalRef) slack.ModalViewRequest {

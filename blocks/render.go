@@ -30,6 +30,9 @@ type State struct {
 	// EscalatedTo names whom an escalated request was escalated to, in Slack
 	// syntax ("<@U123>", "<#C123>") or as plain text ("#general").
 	EscalatedTo []string
+	// Defaults are the workspace's sign-off rules, which the request's
+	// extensions.slack overrides (quorum progress, reasons for rejecting).
+	Defaults aah.Defaults
 }
 
 // Message is a rendered message: notification text plus blocks.
@@ -210,6 +213,10 @@ func (r *renderer) requestActions() *slack.ActionBlock {
 		all.Confirm = confirm("Approve all?", fmt.Sprintf("This approves all %d approval decisions. Other decisions are not changed.", approvals), "Approve all")
 		none := slack.NewButtonBlockElement(ActionRejectAll, RequestScope, plainText(fmt.Sprintf("Reject all %d", approvals)))
 		none.Confirm = confirm("Reject all?", fmt.Sprintf("This rejects all %d approval decisions. Other decisions are not changed.", approvals), "Reject all")
+		if r.req.Rules(r.st.Defaults).RequireReason {
+			// The reason modal asks for confirmation itself.
+			none = slack.NewButtonBlockElement(ActionRejectAllReason, RequestScope, plainText(fmt.Sprintf("Reject all %d", approvals)))
+		}
 		elems = append(elems, all, none)
 	}
 	if len(r.req.Data.Decisions) > 1 {
