@@ -97,7 +97,7 @@ func (h escalationJob) send(ctx context.Context, req *aah.Request, rec store.Rec
 	if within == "" {
 		within = step.After.String()
 	}
-	msg := blocks.Render(req, stateOf(rec))
+	msg := blocks.Render(req, stateOf(rec, h.defaults))
 	for _, to := range targets {
 		if slices.Contains(rec.EscalationSent[k], to) {
 			continue

@@ -48,6 +48,8 @@ type PosterOptions struct {
 	RateLimitHold time.Duration
 	Metrics       *Metrics
 	Logger        *slog.Logger
+	// Defaults are the workspace's sign-off rules, shown in messages.
+	Defaults aah.Defaults
 }
 
 // Poster posts request messages and keeps them in sync with the request.
@@ -108,7 +110,7 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 		return err
 	}
 	rec.Mentions = mentions
-	msg := blocks.Render(req, stateOf(rec))
+	msg := blocks.Render(req, stateOf(rec, p.opts.Defaults))
 	channel, ts, err := p.opts.Slack.PostMessageContext(ctx, rec.Channel,
 		slack.MsgOptionText(msg.Text, false),
 		slack.MsgOptionBlocks(msg.Blocks...),
@@ -158,7 +160,7 @@ func (h syncJob) Handle(ctx context.Context, j store.Job) error {
 	if !rec.Posted() || rec.Slack.RenderedVersion >= rec.Version {
 		return nil // the post job renders the latest state, or it is current
 	}
-	msg := blocks.Render(req, stateOf(rec))
+	msg := blocks.Render(req, stateOf(rec, p.opts.Defaults))
 	_, _, _, err = p.opts.Slack.UpdateMessageContext(ctx, rec.Slack.Channel, rec.Slack.TS,
 		slack.MsgOptionText(msg.Text, false), slack.MsgOptionBlocks(msg.Blocks...))
 	if err != nil {
@@ -206,9 +208,9 @@ func (p *Poster) load(ctx context.Context, id string) (store.Record, *aah.Reques
 	return rec, req, nil
 }
 
-func stateOf(rec store.Record) blocks.State {
+func stateOf(rec store.Record, defaults aah.Defaults) blocks.State {
 	st := blocks.State{Status: rec.Status, Version: rec.Version, ReceivedAt: rec.ReceivedAt, Mentions: rec.Mentions,
-		Answers: rec.Answers, ResolvedBy: rec.ResolvedBy, EscalatedTo: escalationMentions(rec)}
+		Answers: rec.Answers, ResolvedBy: rec.ResolvedBy, EscalatedTo: escalationMentions(rec), Defaults: defaults}
 	switch {
 	case !rec.WithdrawnAt.IsZero():
 		st.ClosedAt = rec.WithdrawnAt

@@ -35,6 +35,8 @@ type timerDeps struct {
 	// rateLimitHold is how long a 429 without Retry-After waits (the
 	// poster's RateLimitHold).
 	rateLimitHold time.Duration
+	// defaults are the workspace's sign-off rules, shown in messages.
+	defaults aah.Defaults
 }
 
 func (d timerDeps) with(log *slog.Logger, component string) timerDeps {

@@ -68,7 +68,7 @@ func NewService(d Deps) (*Service, error) {
 		Directory: NewDirectory(d.Slack, cfg.DirectoryCacheTTL, d.Registry)})
 	poster, err := NewPoster(PosterOptions{
 		Slack: d.Slack, Records: d.Store, PostInterval: cfg.SlackPostInterval, RateLimitHold: d.RateLimitHold,
-		Metrics: d.Metrics, Logger: d.Logger.With("component", "poster"),
+		Metrics: d.Metrics, Logger: d.Logger.With("component", "poster"), Defaults: cfg.Policy().Defaults,
 	})
 	if err != nil {
 		return nil, err
@@ -83,7 +83,8 @@ func NewService(d Deps) (*Service, error) {
 	jobHandlers := poster.Handlers()
 	jobHandlers[store.JobDeliver] = deliverer
 	jobHandlers[store.JobExpire] = deadlineJob{decider: decider, log: d.Logger.With("component", "deadline")}
-	timers := timerDeps{store: d.Store, slack: d.Slack, now: d.Now, rateLimitHold: poster.opts.RateLimitHold}
+	timers := timerDeps{store: d.Store, slack: d.Slack, now: d.Now, rateLimitHold: poster.opts.RateLimitHold,
+		defaults: cfg.Policy().Defaults}
 	jobHandlers[store.JobRemind] = reminderJob{timerDeps: timers.with(d.Logger, "reminders"),
 		plan: aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax}}
 	jobHandlers[store.JobEscalate] = escalationJob{timers.with(d.Logger, "escalation")}
