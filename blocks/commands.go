@@ -31,6 +31,9 @@ type ListItem struct {
 	ReceivedAt time.Time
 	Answers    map[string]aah.Answer
 	Permalink  string
+	// Defaults are the workspace's sign-off rules (a required reason turns
+	// the quick Reject into the reason modal).
+	Defaults aah.Defaults
 }
 
 // Listing is a slash command reply listing requests.
@@ -122,7 +125,11 @@ func quickButtons(it ListItem) slack.Block {
 	}
 	approve := slack.NewButtonBlockElement(ActionApprove, "true", plainText("Approve"))
 	approve.Style = slack.StylePrimary
-	reject := slack.NewButtonBlockElement(ActionReject, "false", plainText("Reject"))
+	rejectAction := ActionReject
+	if it.Request.Rules(it.Defaults).RequireReason {
+		rejectAction = ActionRejectReason
+	}
+	reject := slack.NewButtonBlockElement(rejectAction, "false", plainText("Reject"))
 	reject.Style = slack.StyleDanger
 	return slack.NewActionBlock(BlockID(it.Version, it.ID, ds[0].ID), approve, reject)
 }

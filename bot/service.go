@@ -100,6 +100,7 @@ func NewService(d Deps) (*Service, error) {
 		SigningSecret: cfg.SlackSigningSecret, Decisions: decider, Requests: d.Store,
 		Slack: d.Slack, Async: async, Logger: d.Logger.With("component", "slack"), Registry: d.Registry,
 		Wake: runner.Wake, Command: cfg.SlackCommand, Now: d.Now, Lists: d.Store, Home: d.Store,
+		Defaults: cfg.Policy().Defaults,
 	})
 	if err != nil {
 		return nil, err

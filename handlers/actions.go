@@ -47,7 +47,7 @@ func (s *Slack) blockActions(ctx context.Context, cb *slack.InteractionCallback)
 			out, err = s.batch(ctx, requestID, by, a.ActionID == blocks.ActionApproveAll)
 		case blocks.ActionSubmit:
 			out, err = s.opts.Decisions.Submit(ctx, requestID, by)
-		case blocks.ActionOpenInput, blocks.ActionComment, blocks.ActionDetails:
+		case blocks.ActionOpenInput, blocks.ActionComment, blocks.ActionDetails, blocks.ActionRejectReason, blocks.ActionRejectAllReason:
 			s.openModal(ctx, a.ActionID, cb.TriggerID, requestID, decisionID, channel, by)
 			continue
 		default:
@@ -99,19 +99,28 @@ func (s *Slack) settled(ctx context.Context, action, channel string, by aah.Pers
 	}
 }
 
-// openModal opens the input, comment or details modal. Slack's trigger id
-// lives three seconds, so the modal is built now and opened right after the ack.
+// openModal opens the input, comment, reject or details modal. Slack's
+// trigger id lives three seconds, so the modal is built now and opened right
+// after the ack. A person who may not answer is told so instead of getting
+// a form they cannot submit.
 func (s *Slack) openModal(ctx context.Context, action, triggerID, requestID, decisionID, channel string, by aah.Person) {
 	rec, req, err := s.load(ctx, requestID)
 	if err == nil && !rec.Status.Open() && action != blocks.ActionDetails {
 		err = &decide.Refusal{Reason: "This request can no longer be answered (it is " + string(rec.Status) + ")."}
 	}
 	var d aah.Decision
-	if err == nil {
+	if err == nil && action != blocks.ActionRejectAllReason {
 		var ok bool
 		if d, ok = req.Decision(decisionID); !ok {
 			err = &decide.Refusal{Reason: "This request has no such decision."}
 		}
+	}
+	if err == nil && action != blocks.ActionDetails {
+		check := "answer"
+		if action == blocks.ActionComment {
+			check = "comment"
+		}
+		err = s.opts.Decisions.Check(ctx, requestID, by, check)
 	}
 	if err != nil {
 		s.settled(ctx, action, channel, by, decide.Outcome{}, err)
@@ -124,6 +133,8 @@ func (s *Slack) openModal(ctx context.Context, action, triggerID, requestID, dec
 		view = blocks.InputModal(req, d, rec.Answers[decisionID], ref)
 	case blocks.ActionComment:
 		view = blocks.CommentModal(req, d, rec.Answers[decisionID], ref)
+	case blocks.ActionRejectReason, blocks.ActionRejectAllReason:
+		view = blocks.RejectModal(req, ref)
 	default:
 		view = blocks.DetailsModal(req, d, ref)
 	}

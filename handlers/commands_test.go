@@ -32,6 +32,7 @@ func (noDecisions) Comment(context.Context, string, string, aah.Person, string) 
 func (noDecisions) Submit(context.Context, string, aah.Person) (decide.Outcome, error) {
 	return decide.Outcome{}, nil
 }
+func (noDecisions) Check(context.Context, string, aah.Person, string) error { return nil }
 
 type noRequests struct{}
 

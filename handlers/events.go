@@ -179,7 +179,8 @@ func (s *Slack) listItems(ctx context.Context, recs []store.Record) []blocks.Lis
 			continue
 		}
 		out = append(out, blocks.ListItem{ID: rec.ID, Version: rec.Version, Agent: rec.Agent, Request: req,
-			Status: rec.Status, ReceivedAt: rec.ReceivedAt, Answers: rec.Answers, Permalink: rec.Slack.Permalink})
+			Status: rec.Status, ReceivedAt: rec.ReceivedAt, Answers: rec.Answers, Permalink: rec.Slack.Permalink,
+			Defaults: s.opts.Defaults})
 	}
 	return out
 }

@@ -28,6 +28,9 @@ type Decisions interface {
 	Answer(ctx context.Context, requestID string, by aah.Person, values map[string]any) (decide.Outcome, error)
 	Comment(ctx context.Context, requestID, decisionID string, by aah.Person, text string) (decide.Outcome, error)
 	Submit(ctx context.Context, requestID string, by aah.Person) (decide.Outcome, error)
+	// Check refuses (with a *decide.Refusal) a person who may not take
+	// action ("answer" or "comment") on the request, before a modal opens.
+	Check(ctx context.Context, requestID string, by aah.Person, action string) error
 }
 
 // Requests reads stored requests; *store.Store implements it.
@@ -71,6 +74,8 @@ type Options struct {
 	// Requests, when it implements HomeStore. Without it (or Lists),
 	// /slack/events is not served.
 	Home HomeStore
+	// Defaults are the workspace's sign-off rules, shown by "show".
+	Defaults aah.Defaults
 }
 
 // Slack serves Slack's requests.

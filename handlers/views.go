@@ -31,6 +31,8 @@ func (s *Slack) viewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 	case blocks.ModalComment:
 		out, err := s.opts.Decisions.Comment(ctx, ref.RequestID, ref.DecisionID, by, comment.Value)
 		return s.reply(ctx, blocks.BlockComment, "comment", ref, by, out, err)
+	case blocks.ModalReject:
+		return s.rejectWithReason(ctx, ref, by, comment.Value)
 	case blocks.ModalInput:
 		_, req, err := s.load(ctx, ref.RequestID)
 		if err != nil {
@@ -56,6 +58,37 @@ func (s *Slack) viewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 	default:
 		return nil
 	}
+}
+
+// rejectWithReason records the reason as the person's comment on each
+// decision it rejects (one, or every approval decision for RequestScope),
+// then the rejection, which the decider accepts only with that comment.
+func (s *Slack) rejectWithReason(ctx context.Context, ref blocks.ModalRef, by aah.Person, reason string) *viewErrors {
+	if strings.TrimSpace(reason) == "" {
+		return fieldErrors(blocks.BlockComment, "Say why you reject it.")
+	}
+	ids := []string{ref.DecisionID}
+	if ref.DecisionID == blocks.RequestScope {
+		_, req, err := s.load(ctx, ref.RequestID)
+		if err != nil {
+			return s.reply(ctx, blocks.BlockComment, "reject", ref, by, decide.Outcome{}, err)
+		}
+		ids = ids[:0]
+		for _, d := range req.Data.Decisions {
+			if d.Type == aah.TypeApproval {
+				ids = append(ids, d.ID)
+			}
+		}
+	}
+	values := map[string]any{}
+	for _, id := range ids {
+		if out, err := s.opts.Decisions.Comment(ctx, ref.RequestID, id, by, reason); err != nil {
+			return s.reply(ctx, blocks.BlockComment, "reject", ref, by, out, err)
+		}
+		values[id] = false
+	}
+	out, err := s.opts.Decisions.Answer(ctx, ref.RequestID, by, values)
+	return s.reply(ctx, blocks.BlockComment, "reject", ref, by, out, err)
 }
 
 // parseInput turns a modal's raw input into the decision's typed value, or a

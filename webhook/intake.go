@@ -11,6 +11,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,7 +71,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		Channel:     cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
 		ResponseURL: req.Handoff.ResponseURL,
 		Timers:      a.timers(req, a.opts.Now()),
-		Reviewers:   slackUserIDs(req.Slack.Reviewers),
+		Reviewers:   slackUserIDs(req.Slack.Reviewers, req.Slack.RequiredRoles),
 		Deadline:    req.EffectiveDeadline(),
 	})
 	switch {
@@ -229,11 +230,23 @@ func (a *API) timers(req *aah.Request, now time.Time) []store.JobAt {
 
 // slackUserIDs keeps the reviewers named by Slack user id; emails are
 // indexed once the poster resolves them (store.SetMentions).
-func slackUserIDs(reviewers []string) []string {
+// slackUserIDs are the people named by Slack user id as reviewers or role
+// members: the request is filed under them in the reviewer index
+// ("/approvals mine", the Home tab). People named by email are added when
+// the message is posted; members of user groups are not listed there.
+func slackUserIDs(reviewers []string, roles []aah.Role) []string {
 	var out []string
-	for _, r := range reviewers {
-		if aah.IsSlackUserID(r) {
+	add := func(r string) {
+		if aah.IsSlackUserID(r) && !slices.Contains(out, r) {
 			out = append(out, r)
+		}
+	}
+	for _, r := range reviewers {
+		add(r)
+	}
+	for _, role := range roles {
+		for _, m := range role.Members {
+			add(m)
 		}
 	}
 	return out
