@@ -24,6 +24,8 @@
 // chat.delete, chat.getPermalink, chat.postEphemeral, conversations.open,
 // conversations.history, conversations.replies, conversations.info,
 // users.info, users.lookupByEmail, usergroups.users.list, views.open,
-// views.push, views.update and views.publish. Other methods answer
-// {"ok":false,"error":"unknown_method"}.
+// views.push, views.update and views.publish, and apps.connections.open
+// (with the app-level token AppToken), whose ws:// URL serves Socket Mode
+// on a loopback listener (see socket.go; Close stops it). Other methods
+// answer {"ok":false,"error":"unknown_method"}.
 package slackemu

@@ -74,6 +74,7 @@ type Server struct {
 	seq            uint64 // counter for view ids, hashes and trigger ids
 	events         hub
 	changed        chan struct{} // closed and replaced on every change
+	socket         socketMode    // Socket Mode; has its own lock (socket.go)
 }
 
 // New returns a Server configured by opts.
@@ -133,6 +134,7 @@ type handlerFunc func(s *Server, req *apiRequest) result
 
 // handlers maps Web API method names to their implementations.
 var handlers = map[string]handlerFunc{
+	"apps.connections.open": (*Server).appsConnectionsOpen,
 	"auth.test":             (*Server).authTest,
 	"chat.postMessage":      (*Server).chatPostMessage,
 	"chat.update":           (*Server).chatUpdate,
@@ -212,6 +214,9 @@ func (s *Server) dispatch(req *apiRequest, parseErr string) result {
 	}
 	if parseErr != "" {
 		return errResult(parseErr)
+	}
+	if req.method == appsConnectionsOpen {
+		return h(s, req) // takes the app-level token, and checks it itself
 	}
 	switch req.token {
 	case "":
