@@ -329,3 +329,29 @@ func TestOneRejectionDecidesAQuorum(t *testing.T) {
 		t.Fatalf("after a rejection: %s %+v", rec.Status, rec.Answers["ship"])
 	}
 }
+
+// A group lookup Slack fails refuses the click (fails closed) without
+// storing anything; the person is asked to try again, and can.
+func TestGroupLookupFailureFailsClosed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startJobs()
+	id := h.postAndWait(approvalRequest(t, "authz-lookup", map[string]any{"reviewer_groups": []any{slackemu.UserGroupLeads}}))
+	h.emu.InjectError("usergroups.users.list", "ratelimited", 1)
+	ok(t, h.click(alice, id, "ship", button(blocks.ActionApprove, "true")))
+	if err := h.emu.WaitFor(ctxTimeout(t, 5*time.Second), func(s *slackemu.Snapshot) bool {
+		return len(s.Ephemerals("C0APPROVALS", alice.id)) == 1
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if e := h.emu.Ephemerals("C0APPROVALS", alice.id)[0].Text; !strings.Contains(e, "try again") {
+		t.Errorf("ephemeral = %q", e)
+	}
+	if rec := answersOf(t, h, id); rec.Status != "pending" || len(rec.Answers) != 0 {
+		t.Fatalf("a failed lookup changed the request: %s %+v", rec.Status, rec.Answers)
+	}
+	ok(t, h.click(alice, id, "ship", button(blocks.ActionApprove, "true")))
+	if rec := answersOf(t, h, id); rec.Status != "resolved" {
+		t.Errorf("retry after the lookup failure: status %s", rec.Status)
+	}
+}

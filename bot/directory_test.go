@@ -1,0 +1,97 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/slack-go/slack"
+)
+
+type fakeDirectoryAPI struct {
+	userCalls, groupCalls atomic.Int32
+	fail                  atomic.Bool
+}
+
+func (f *fakeDirectoryAPI) GetUserInfoContext(_ context.Context, user string, _ ...slack.GetUserInfoOption) (*slack.User, error) {
+	f.userCalls.Add(1)
+	if f.fail.Load() {
+		return nil, errors.New("slack down")
+	}
+	return &slack.User{ID: user, Profile: slack.UserProfile{Email: user + "@example.com"}}, nil
+}
+
+func (f *fakeDirectoryAPI) GetUserGroupMembersContext(_ context.Context, group string, _ ...slack.GetUserGroupMembersOption) ([]string, error) {
+	f.groupCalls.Add(1)
+	if f.fail.Load() {
+		return nil, errors.New("slack down")
+	}
+	return []string{"U0A", "U0B"}, nil
+}
+
+// Answers are cached until the TTL passes; failures are not cached, so the
+// next click asks Slack again.
+func TestDirectoryCachesBriefly(t *testing.T) {
+	t.Parallel()
+	api := &fakeDirectoryAPI{}
+	reg := prometheus.NewRegistry()
+	d := NewDirectory(api, time.Minute, reg)
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	d.now = func() time.Time { return now }
+	ctx := context.Background()
+
+	for range 3 {
+		if email, err := d.UserEmail(ctx, "U0A"); err != nil || email != "U0A@example.com" {
+			t.Fatalf("UserEmail = %q, %v", email, err)
+		}
+		if m, err := d.GroupMembers(ctx, "S0G"); err != nil || len(m) != 2 {
+			t.Fatalf("GroupMembers = %v, %v", m, err)
+		}
+	}
+	if api.userCalls.Load() != 1 || api.groupCalls.Load() != 1 {
+		t.Errorf("calls within the TTL: users %d, groups %d; want 1 each", api.userCalls.Load(), api.groupCalls.Load())
+	}
+	if hits := counterValue(t, reg, "approvalbot_directory_lookups_total", "group", "hit"); hits != 2 {
+		t.Errorf("group cache hits = %v, want 2", hits)
+	}
+
+	now = now.Add(time.Minute + time.Second)
+	api.fail.Store(true)
+	if _, err := d.GroupMembers(ctx, "S0G"); err == nil {
+		t.Fatal("an expired entry was served while Slack fails")
+	}
+	api.fail.Store(false)
+	if _, err := d.GroupMembers(ctx, "S0G"); err != nil {
+		t.Fatalf("after Slack recovers: %v", err)
+	}
+	if api.groupCalls.Load() != 3 {
+		t.Errorf("group calls = %d, want 3 (expired, failed, retried)", api.groupCalls.Load())
+	}
+}
+
+// counterValue reads one series of a counter vector with labels kind, result.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, kind, result string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["kind"] == kind && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
