@@ -31,6 +31,9 @@ type Config struct {
 	SlackPostInterval   time.Duration `envconfig:"SLACK_POST_INTERVAL" default:"1s"`
 	// SlackCommand is the slash command served at /slack/commands.
 	SlackCommand string `envconfig:"SLACK_COMMAND" default:"/approvals"`
+	// SlackAppToken (xapp-…) turns on Socket Mode: Slack's requests come
+	// over a WebSocket the bot opens, so it needs no public URL.
+	SlackAppToken string `envconfig:"SLACK_APP_TOKEN"`
 
 	IntakeTokens       string `envconfig:"INTAKE_TOKENS"`
 	IntakeMaxBodyBytes int64  `envconfig:"INTAKE_MAX_BODY_BYTES" default:"1048576"`
@@ -117,12 +120,18 @@ func (c *Config) validate() error {
 	if c.tokens, err = webhook.ParseTokens(c.IntakeTokens); err != nil {
 		add("%v", err)
 	}
+	if c.LocalMode() && c.SlackAppToken != "" {
+		add("SLACK_APP_TOKEN needs SLACK_BOT_TOKEN: local mode talks to the built-in emulator, not to Slack")
+	}
 	if !c.LocalMode() {
 		if !strings.HasPrefix(c.SlackBotToken, "xoxb-") {
 			add("SLACK_BOT_TOKEN must be a bot token (xoxb-…)")
 		}
-		if c.SlackSigningSecret == "" {
-			add("SLACK_SIGNING_SECRET is required with SLACK_BOT_TOKEN: Slack's requests cannot be verified without it")
+		if c.SlackSigningSecret == "" && c.SlackAppToken == "" {
+			add("SLACK_SIGNING_SECRET is required with SLACK_BOT_TOKEN unless SLACK_APP_TOKEN is set (Socket Mode): Slack's requests cannot be verified without it")
+		}
+		if c.SlackAppToken != "" && !strings.HasPrefix(c.SlackAppToken, "xapp-") {
+			add("SLACK_APP_TOKEN must be an app-level token (xapp-…) with the connections:write scope")
 		}
 		if c.IntakeTokens == "" {
 			add("INTAKE_TOKENS is required with SLACK_BOT_TOKEN: agents must authenticate (name:token,...)")

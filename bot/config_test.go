@@ -83,11 +83,39 @@ func TestConfigProduction(t *testing.T) {
 	}
 }
 
+// With SLACK_APP_TOKEN (Socket Mode) the signing secret may be left out;
+// the token must be an app-level one, and local mode refuses it.
+func TestConfigSocketMode(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-1-2-3")
+	t.Setenv("SLACK_APP_TOKEN", "xapp-1-A0-1-secretpart")
+	t.Setenv("INTAKE_TOKENS", "planner:0123456789abcdef0123")
+	t.Setenv("CALLBACK_SECRET", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	cfg, err := bot.LoadConfig()
+	if err != nil {
+		t.Fatalf("socket mode without a signing secret: %v", err)
+	}
+	if cfg.SlackAppToken != "xapp-1-A0-1-secretpart" || cfg.SlackSigningSecret != "" {
+		t.Errorf("app token %q, signing secret %q", cfg.SlackAppToken, cfg.SlackSigningSecret)
+	}
+	t.Setenv("SLACK_APP_TOKEN", "xoxb-not-an-app-token")
+	if _, err := bot.LoadConfig(); err == nil || !strings.Contains(err.Error(), "SLACK_APP_TOKEN must be an app-level token") ||
+		strings.Contains(err.Error(), "not-an-app-token") {
+		t.Errorf("a bot token as SLACK_APP_TOKEN: %v", err)
+	}
+	clearEnv(t)
+	t.Setenv("SLACK_APP_TOKEN", "xapp-1-A0-1-secretpart")
+	if _, err := bot.LoadConfig(); err == nil || !strings.Contains(err.Error(), "SLACK_APP_TOKEN needs SLACK_BOT_TOKEN") {
+		t.Errorf("an app token in local mode: %v", err)
+	}
+}
+
 func clearEnv(t *testing.T) {
 	for _, k := range []string{"LISTEN_ADDR", "REDIS_URL", "REDIS_PREFIX", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET",
 		"SLACK_API_URL", "SLACK_DEFAULT_CHANNEL", "SLACK_POST_INTERVAL", "INTAKE_TOKENS", "INTAKE_MAX_BODY_BYTES",
 		"CALLBACK_ALLOW_PRIVATE", "WORKER_CONCURRENCY", "JOB_LEASE", "JOB_MAX_ATTEMPTS", "JOB_POLL_INTERVAL",
-		"SHUTDOWN_TIMEOUT", "LOG_LEVEL", "LOG_FORMAT", "CALLBACK_SECRET", "AUDIT_KEY", "SLACK_COMMAND", "REMINDER_INTERVAL", "REMINDER_MAX"} {
+		"SHUTDOWN_TIMEOUT", "LOG_LEVEL", "LOG_FORMAT", "CALLBACK_SECRET", "AUDIT_KEY", "SLACK_COMMAND", "REMINDER_INTERVAL", "REMINDER_MAX",
+		"SLACK_APP_TOKEN"} {
 		t.Setenv(k, "") // restores the original value after the test
 		_ = os.Unsetenv(k)
 	}

@@ -128,6 +128,21 @@ func (h *harness) waitHome(u slackUser, what string, cond func(homeTab) bool) ho
 	return got
 }
 
+// publishesPerUser waits for n views.publish calls, and a moment more for
+// any that should not come, and counts them by user.
+func (h *harness) publishesPerUser(n int) map[string]int {
+	h.t.Helper()
+	if _, err := h.emu.WaitForCalls(ctxTimeout(h.t, 10*time.Second), "views.publish", n); err != nil {
+		h.t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	perUser := map[string]int{}
+	for _, c := range h.emu.CallsTo("views.publish") {
+		perUser[c.Params["user_id"]]++
+	}
+	return perUser
+}
+
 func TestEventsURLVerificationAndSignature(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -198,15 +213,7 @@ func TestEventRetriesAreDeduplicated(t *testing.T) {
 	h.openHome(alice, "Ev0DUP1", map[string]string{"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})
 	// A later, distinct event is published; by then a duplicate would have been too.
 	h.openHome(bob, "Ev0DUP2", nil)
-	if _, err := h.emu.WaitForCalls(ctxTimeout(t, 10*time.Second), "views.publish", 2); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond)
-	perUser := map[string]int{}
-	for _, c := range h.emu.CallsTo("views.publish") {
-		perUser[c.Params["user_id"]]++
-	}
-	if perUser[alice.id] != 1 || perUser[bob.id] != 1 {
+	if perUser := h.publishesPerUser(2); perUser[alice.id] != 1 || perUser[bob.id] != 1 {
 		t.Errorf("views.publish per user = %v, want one each", perUser)
 	}
 }

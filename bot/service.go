@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/slack-go/slack"
 )
 
 // Deps are the service's collaborators, built by main.
@@ -43,6 +44,10 @@ type Deps struct {
 	// Now is the clock of intake, decisions and timers; it must be the
 	// store's (store.Options.Now). Default time.Now.
 	Now func() time.Time
+	// SocketMode is a Slack client carrying the app-level token
+	// (slack.OptionAppLevelToken), required when Config.SlackAppToken is
+	// set: Slack's requests then also arrive over Socket Mode.
+	SocketMode *slack.Client
 }
 
 // Service is a running approvalbot.
@@ -51,6 +56,7 @@ type Service struct {
 	runner  *Runner
 	async   *handlers.Async
 	handler http.Handler
+	socket  *handlers.SocketMode // nil without Socket Mode
 	// stopChanges ends the change feed of long polls (see Close).
 	stopChanges context.CancelFunc
 }
@@ -105,6 +111,17 @@ func NewService(d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	var socket *handlers.SocketMode
+	if cfg.SlackAppToken != "" {
+		if d.SocketMode == nil {
+			return nil, errors.New("bot: Socket Mode (SLACK_APP_TOKEN) needs a Slack client with the app-level token")
+		}
+		socket, err = handlers.NewSocketMode(slackHandlers, d.SocketMode, handlers.SocketOptions{
+			Logger: d.Logger.With("component", "socket-mode"), Registry: d.Registry})
+		if err != nil {
+			return nil, err
+		}
+	}
 	// One change subscription per process wakes every long poll.
 	changesCtx, stopChanges := context.WithCancel(context.Background())
 	api, err := webhook.New(webhook.Options{
@@ -137,16 +154,19 @@ func NewService(d Deps) (*Service, error) {
 		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 		defer cancel()
 		if err := d.Store.Ping(ctx); err != nil {
-			writeStatus(w, http.StatusServiceUnavailable, "unavailable", "redis: "+err.Error())
+			writeStatus(w, http.StatusServiceUnavailable, "unavailable", "redis: "+err.Error(), socketState(socket))
 			return
 		}
-		writeStatus(w, http.StatusOK, "ok", "")
+		// A closed Socket Mode connection is reported, not failed on:
+		// taking this process out of rotation would not reopen it.
+		writeStatus(w, http.StatusOK, "ok", "", socketState(socket))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{Registry: d.Registry}))
 	if d.Sandbox != nil {
 		mux.Handle("/sandbox/", http.StripPrefix("/sandbox", d.Sandbox))
 	}
-	return &Service{deps: d, runner: runner, async: async, handler: recoverPanics(d.Logger, mux), stopChanges: stopChanges}, nil
+	return &Service{deps: d, runner: runner, async: async, handler: recoverPanics(d.Logger, mux), socket: socket,
+		stopChanges: stopChanges}, nil
 }
 
 // Close releases long polls (they answer with the current state) so the HTTP
@@ -167,12 +187,38 @@ func (s *Service) RunJobs(ctx context.Context) error {
 	return err
 }
 
-func writeStatus(w http.ResponseWriter, code int, status, reason string) {
+// RunSocketMode receives Slack's requests over Socket Mode until ctx ends;
+// without SLACK_APP_TOKEN it returns at once. Stop it before RunJobs ends:
+// the Slack calls its envelopes cause run on the pool RunJobs closes.
+func (s *Service) RunSocketMode(ctx context.Context) error {
+	if s.socket == nil {
+		return nil
+	}
+	return s.socket.Run(ctx)
+}
+
+// socketState is /readyz's "slack_socket": connected or disconnected, or
+// "" (left out) without Socket Mode.
+func socketState(m *handlers.SocketMode) string {
+	switch {
+	case m == nil:
+		return ""
+	case m.Connected():
+		return "connected"
+	default:
+		return "disconnected"
+	}
+}
+
+func writeStatus(w http.ResponseWriter, code int, status, reason string, socket ...string) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(code)
 	body := map[string]string{"status": status}
 	if reason != "" {
 		body["reason"] = reason
+	}
+	if len(socket) > 0 && socket[0] != "" {
+		body["slack_socket"] = socket[0]
 	}
 	_ = json.NewEncoder(w).Encode(body)
 }

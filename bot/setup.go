@@ -72,7 +72,12 @@ type SlackSetup struct {
 func NewSlack(cfg Config, m *Metrics, log *slog.Logger, logOut io.Writer) SlackSetup {
 	if !cfg.LocalMode() {
 		httpClient := &http.Client{Timeout: 30 * time.Second, Transport: m.InstrumentTransport(nil)}
-		return SlackSetup{Client: slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL), slack.OptionHTTPClient(httpClient))}
+		opts := []slack.Option{slack.OptionAPIURL(cfg.SlackAPIURL), slack.OptionHTTPClient(httpClient)}
+		if cfg.SlackAppToken != "" {
+			// Only apps.connections.open uses it: Socket Mode (Deps.SocketMode).
+			opts = append(opts, slack.OptionAppLevelToken(cfg.SlackAppToken))
+		}
+		return SlackSetup{Client: slack.New(cfg.SlackBotToken, opts...)}
 	}
 	var mu sync.Mutex
 	var emu *slackemu.Server

@@ -121,9 +121,16 @@ func staticSelect(value string) action {
 // testdata/block_actions_message.docs.json) for one control of a request.
 func (h *harness) click(u slackUser, id, decision string, a action) response {
 	h.t.Helper()
+	return h.sendInteraction(h.clickPayload(u, id, decision, a))
+}
+
+// clickPayload is the block_actions payload of a click on one control of a
+// request's message, whichever way it is sent.
+func (h *harness) clickPayload(u slackUser, id, decision string, a action) map[string]any {
+	h.t.Helper()
 	channel, ts := h.messageOf(id)
 	a["block_id"] = h.blockID(id, decision)
-	return h.sendInteraction(map[string]any{
+	return map[string]any{
 		"type":       "block_actions",
 		"team":       map[string]any{"id": "T0LOCAL", "domain": "local"},
 		"user":       map[string]any{"id": u.id, "username": strings.ToLower(strings.Fields(u.name)[0]), "name": strings.Fields(u.name)[0], "team_id": "T0LOCAL"},
@@ -133,19 +140,24 @@ func (h *harness) click(u slackUser, id, decision string, a action) response {
 		"channel":    map[string]any{"id": channel, "name": "approvals"},
 		"message":    map[string]any{"type": "message", "ts": ts},
 		"actions":    []any{a},
-	})
+	}
 }
 
 // submitModal sends a view_submission for a modal approvalbot opened.
 func (h *harness) submitModal(u slackUser, callbackID string, ref blocks.ModalRef, values map[string]map[string]any) response {
 	h.t.Helper()
-	return h.sendInteraction(map[string]any{
+	return h.sendInteraction(submitPayload(u, callbackID, ref, values))
+}
+
+// submitPayload is the view_submission payload of a modal approvalbot opened.
+func submitPayload(u slackUser, callbackID string, ref blocks.ModalRef, values map[string]map[string]any) map[string]any {
+	return map[string]any{
 		"type": "view_submission",
 		"team": map[string]any{"id": "T0LOCAL", "domain": "local"},
 		"user": map[string]any{"id": u.id, "username": strings.ToLower(strings.Fields(u.name)[0]), "name": strings.Fields(u.name)[0]},
 		"view": map[string]any{"id": "V0MODAL", "type": "modal", "callback_id": callbackID,
 			"private_metadata": ref.Encode(), "state": map[string]any{"values": values}},
-	})
+	}
 }
 
 func textInput(value string) map[string]any {

@@ -47,6 +47,8 @@ type SlackAPI interface {
 
 // Options configure the Slack handlers.
 type Options struct {
+	// SigningSecret verifies the HTTP endpoints' requests; without it they
+	// are not served (Socket Mode only).
 	SigningSecret string
 	Decisions     Decisions
 	Requests      Requests
@@ -90,9 +92,6 @@ const maxSlackBody = 1 << 20
 
 // New validates its dependencies and returns the handlers.
 func New(opts Options) (*Slack, error) {
-	if opts.SigningSecret == "" {
-		return nil, errors.New("handlers: a Slack signing secret is required")
-	}
 	if opts.Decisions == nil || opts.Requests == nil || opts.Slack == nil {
 		return nil, errors.New("handlers: decisions, requests and a Slack client are required")
 	}
@@ -127,8 +126,12 @@ func New(opts Options) (*Slack, error) {
 	return &Slack{opts: opts, log: log, metrics: newMetrics(opts.Registry)}, nil
 }
 
-// Register mounts the Slack endpoints on mux.
+// Register mounts the Slack endpoints on mux. Without a signing secret it
+// mounts none: requests could not be verified (Socket Mode needs none).
 func (s *Slack) Register(mux *http.ServeMux) {
+	if s.opts.SigningSecret == "" {
+		return
+	}
 	mux.HandleFunc("POST /slack/interactions", s.interactions)
 	if s.opts.Lists != nil {
 		mux.HandleFunc("POST /slack/commands", s.commands)

@@ -68,6 +68,9 @@ func run(ctx context.Context) error {
 	if slackSetup.Emulator != nil {
 		deps.Sandbox = slackSetup.Emulator
 	}
+	if cfg.SlackAppToken != "" {
+		deps.SocketMode = slackSetup.Client
+	}
 	svc, err := bot.NewService(deps)
 	if err != nil {
 		return err
@@ -86,11 +89,17 @@ func run(ctx context.Context) error {
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	log.InfoContext(ctx, "approvalbot listening", "addr", ln.Addr().String(),
-		"local_mode", cfg.LocalMode(), "embedded_redis", cfg.EmbeddedRedis())
+		"local_mode", cfg.LocalMode(), "embedded_redis", cfg.EmbeddedRedis(), "socket_mode", cfg.SlackAppToken != "",
+		"slack_http_endpoints", cfg.SlackSigningSecret != "")
 
 	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = svc.RunJobs(jobsCtx) })
+	// Socket Mode stops first on shutdown: the Slack calls its envelopes
+	// cause run on the pool RunJobs closes.
+	socketCtx, stopSocket := context.WithCancel(context.WithoutCancel(ctx))
+	var socketWG sync.WaitGroup
+	socketWG.Go(func() { _ = svc.RunSocketMode(socketCtx) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -101,6 +110,8 @@ func run(ctx context.Context) error {
 		log.InfoContext(ctx, "shutting down: finishing in-flight requests and jobs", "timeout", cfg.ShutdownTimeout)
 		err = nil
 	}
+	stopSocket()
+	socketWG.Wait()
 	svc.Close() // long polls answer now instead of holding the shutdown
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()

@@ -1,0 +1,236 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/approvalbot/approvalbot/blocks"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+)
+
+// Socket Mode: instead of POSTing to approvalbot's endpoints, Slack sends
+// the same requests as envelopes over a WebSocket the bot opens with an
+// app-level token (xapp-…). Slack does not sign them: the connection is
+// authenticated by the token. Each envelope runs through the same core as
+// its HTTP endpoint and is acked with the same payload.
+
+// maxSocketAck is the largest ack Slack accepts over Socket Mode (it drops
+// larger ones silently), less room for the envelope id.
+const maxSocketAck = 20*1024 - 128
+
+// maxSocketInflight bounds the envelopes handled at once; more wait in
+// slack-go's buffer.
+const maxSocketInflight = 64
+
+// SocketOptions configure a SocketMode runner.
+type SocketOptions struct {
+	Logger   *slog.Logger
+	Registry prometheus.Registerer // nil: metrics not registered
+	// RetryBackoff is the first wait after the client gave up connecting
+	// (a refused token, Slack unreachable), doubling to 5 minutes; default 1s.
+	RetryBackoff time.Duration
+}
+
+// SocketMode receives Slack's slash commands, interactions and Events API
+// events over Socket Mode and hands them to the Slack handlers.
+type SocketMode struct {
+	s         *Slack
+	api       *slack.Client
+	log       *slog.Logger
+	backoff   time.Duration
+	connected atomic.Bool
+	gauge     prometheus.Gauge
+	connects  prometheus.Counter
+}
+
+// NewSocketMode returns a runner for handlers s; api must carry the
+// app-level token (slack.OptionAppLevelToken) as well as the bot token.
+func NewSocketMode(s *Slack, api *slack.Client, opts SocketOptions) (*SocketMode, error) {
+	if s == nil || api == nil {
+		return nil, errors.New("handlers: socket mode needs the Slack handlers and a Slack client")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = time.Second
+	}
+	m := &SocketMode{s: s, api: api, log: log, backoff: opts.RetryBackoff,
+		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "approvalbot_slack_socket_connected",
+			Help: "1 while the Socket Mode connection to Slack is open, else 0.",
+		}),
+		connects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "approvalbot_slack_socket_connects_total",
+			Help: "Socket Mode connections opened; a steady rise means the connection keeps dropping.",
+		}),
+	}
+	if opts.Registry != nil {
+		opts.Registry.MustRegister(m.gauge, m.connects)
+	}
+	return m, nil
+}
+
+// Connected reports whether the Socket Mode connection is open now.
+func (m *SocketMode) Connected() bool { return m.connected.Load() }
+
+// Run connects and handles envelopes until ctx ends, then waits for the
+// envelopes in progress. slack-go reconnects when Slack asks or the
+// connection dies; when it gives up (a refused token), Run starts it again
+// after a growing pause.
+func (m *SocketMode) Run(ctx context.Context) error {
+	client := socketmode.New(m.api, socketmode.OptionLog(slog.NewLogLogger(m.log.Handler(), slog.LevelDebug)))
+	var wg sync.WaitGroup
+	wg.Go(func() { m.keepConnected(ctx, client) })
+	sem := make(chan struct{}, maxSocketInflight)
+	defer func() {
+		wg.Wait()
+		m.setConnected(ctx, false, "stopped")
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-client.Events:
+			if ev.Request == nil || ev.Request.EnvelopeID == "" {
+				m.lifecycle(ctx, ev)
+				continue
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return nil
+			}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				m.handle(ctx, client, ev)
+			})
+		}
+	}
+}
+
+// keepConnected runs the client until ctx ends, restarting it when it
+// gives up.
+func (m *SocketMode) keepConnected(ctx context.Context, client *socketmode.Client) {
+	wait := m.backoff
+	for {
+		err := client.RunContext(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		m.setConnected(ctx, false, "client stopped")
+		m.log.ErrorContext(ctx, "socket mode could not connect; trying again", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 5*time.Minute)
+	}
+}
+
+// lifecycle logs the connection's state changes and tracks whether it is open.
+func (m *SocketMode) lifecycle(ctx context.Context, ev socketmode.Event) {
+	switch ev.Type {
+	case socketmode.EventTypeConnecting:
+		m.setConnected(ctx, false, "connecting")
+	case socketmode.EventTypeConnected:
+		m.connects.Inc()
+		m.setConnected(ctx, true, "connected")
+	case socketmode.EventTypeHello:
+		m.log.DebugContext(ctx, "socket mode hello")
+	case socketmode.EventTypeDisconnect:
+		m.setConnected(ctx, false, "Slack asked to reconnect")
+	case socketmode.EventTypeConnectionError:
+		m.setConnected(ctx, false, "connection failed")
+		if e, ok := ev.Data.(*slack.ConnectionErrorEvent); ok {
+			m.log.WarnContext(ctx, "socket mode connection failed; retrying", "attempt", e.Attempt, "in", e.Backoff, "err", e.ErrorObj)
+		}
+	case socketmode.EventTypeInvalidAuth:
+		m.setConnected(ctx, false, "token refused")
+		m.log.ErrorContext(ctx, "Slack refused the app-level token (SLACK_APP_TOKEN); it needs the connections:write scope")
+	case socketmode.EventTypeErrorWriteFailed, socketmode.EventTypeIncomingError, socketmode.EventTypeErrorBadMessage:
+		m.log.WarnContext(ctx, "socket mode message problem", "type", ev.Type, "data", ev.Data)
+	}
+}
+
+func (m *SocketMode) setConnected(ctx context.Context, up bool, why string) {
+	if m.connected.Swap(up) == up {
+		return
+	}
+	if up {
+		m.gauge.Set(1)
+		m.log.InfoContext(ctx, "socket mode connected to Slack")
+	} else {
+		m.gauge.Set(0)
+		m.log.WarnContext(ctx, "socket mode disconnected from Slack", "reason", why)
+	}
+}
+
+// handle runs one envelope through its core and acks it with the payload
+// the HTTP endpoint would have answered. An event that could not be
+// de-duplicated is not acked, so Slack delivers it again.
+func (m *SocketMode) handle(ctx context.Context, client *socketmode.Client, ev socketmode.Event) {
+	start := time.Now()
+	env := ev.Request
+	// The effect is recorded even when shutdown begins meanwhile; an ack
+	// that cannot be sent any more makes Slack deliver it again, and every
+	// core is idempotent under redelivery.
+	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var payload any
+	var kind, responseURL string
+	switch ev.Type {
+	case socketmode.EventTypeInteractive:
+		cb, _ := ev.Data.(slack.InteractionCallback)
+		kind = string(cb.Type)
+		payload = m.s.Interaction(work, &cb)
+	case socketmode.EventTypeSlashCommand:
+		cmd, _ := ev.Data.(slack.SlashCommand)
+		kind, responseURL = "slash_command", cmd.ResponseURL
+		payload = m.s.Command(work, cmd)
+	case socketmode.EventTypeEventsAPI:
+		kind = "event"
+		var req EventRequest
+		if err := json.Unmarshal(env.Payload, &req); err != nil {
+			m.log.WarnContext(ctx, "socket mode event is not an Events API request", "envelope_id", env.EnvelopeID, "err", err)
+			break
+		}
+		if env.RetryAttempt > 0 {
+			req.RetryNum, req.RetryReason = strconv.Itoa(env.RetryAttempt), env.RetryReason
+		}
+		var err error
+		if payload, err = m.s.Event(work, req); err != nil {
+			return
+		}
+	default:
+		kind = string(ev.Type)
+	}
+	if reply, ok := payload.(ephemeralReply); ok && tooBigForSocket(reply) {
+		// Slack would drop this ack: ack empty, answer through response_url.
+		payload = nil
+		m.s.opts.Async.Go("response_url", func(ctx context.Context) {
+			m.s.respond(ctx, responseURL, blocks.Message{Text: reply.Text, Blocks: reply.Blocks}, false)
+		})
+	}
+	if err := client.AckCtx(ctx, env.EnvelopeID, payload); err != nil {
+		m.log.WarnContext(ctx, "could not ack a socket mode envelope; Slack will deliver it again",
+			"envelope_id", env.EnvelopeID, "type", kind, "err", err)
+		return
+	}
+	m.s.metrics.ack.WithLabelValues(kind).Observe(time.Since(start).Seconds())
+}
+
+func tooBigForSocket(payload any) bool {
+	b, err := json.Marshal(payload)
+	return err != nil || len(b) > maxSocketAck
+}
