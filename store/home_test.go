@@ -4,6 +4,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/store"
 )
 
 func TestHomeState(t *testing.T) {
@@ -47,6 +50,74 @@ func TestHomeState(t *testing.T) {
 			}
 			if recs, err := f.s.RecentlyAnswered(f.ctx, "U0BOB", 10); err != nil || len(recs) != 0 {
 				t.Errorf("Bob's = %v, %v", recs, err)
+			}
+		})
+	}
+}
+
+// With HomeJobs, exactly the changes that move a request in or out of
+// someone's App Home tab schedule its home job, in the same transaction.
+func TestHomeJobs(t *testing.T) {
+	t.Parallel()
+	for name, b := range map[string]backend{"redis": realRedis(), "miniredis": miniRedis} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b, func(o *store.Options) { o.HomeJobs = true })
+			drain := func() []string {
+				t.Helper()
+				jobs := f.claimAll(t)
+				for _, j := range jobs {
+					if err := f.s.Ack(f.ctx, j); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ids := jobIDs(jobs)
+				slices.Sort(ids)
+				return ids
+			}
+			update := func(ch store.Change) {
+				t.Helper()
+				if _, err := f.s.Update(f.ctx, "hj-1", func(store.Record) (*store.Change, error) { return &ch, nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			home := "home:hj-1"
+			f.mustCreate(t, newReq("hj-1", "pm"))
+			if got := drain(); !slices.Equal(got, []string{home, "post:hj-1"}) {
+				t.Errorf("created: jobs %v", got)
+			}
+			if err := f.s.MarkPosted(f.ctx, "hj-1", "C0APPROVALS", "1.000001", 1); err != nil {
+				t.Fatal(err)
+			}
+			if got := drain(); !slices.Equal(got, []string{home}) {
+				t.Errorf("first posted: jobs %v", got)
+			}
+			update(store.Change{Status: aah.StatusPartial, Bump: true})
+			if got := drain(); !slices.Equal(got, []string{"sync:hj-1"}) {
+				t.Errorf("answered: jobs %v, want only the message sync", got)
+			}
+			update(store.Change{AddReviewers: []string{"U0ALICE"}, Quiet: true})
+			if got := drain(); !slices.Equal(got, []string{home}) {
+				t.Errorf("new reviewer: jobs %v", got)
+			}
+			update(store.Change{AddReviewers: []string{"U0ALICE"}, Quiet: true})
+			if got := drain(); len(got) != 0 {
+				t.Errorf("the same reviewer again: jobs %v", got)
+			}
+			update(store.Change{Status: aah.StatusEscalated, Bump: true})
+			if got := drain(); !slices.Equal(got, []string{home, "sync:hj-1"}) {
+				t.Errorf("escalated: jobs %v", got)
+			}
+			f.mustWithdraw(t, "hj-1")
+			if got := drain(); !slices.Equal(got, []string{home, "sync:hj-1"}) {
+				t.Errorf("withdrawn: jobs %v", got)
+			}
+
+			// Without HomeJobs (the default), none.
+			g := newFixture(t, b)
+			g.mustCreate(t, newReq("hj-2", "pm"))
+			if got := jobIDs(g.claimAll(t)); !slices.Equal(got, []string{"post:hj-2"}) {
+				t.Errorf("without HomeJobs: jobs %v", got)
 			}
 		})
 	}

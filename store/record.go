@@ -126,6 +126,9 @@ const (
 	JobRemind   = "remind"
 	JobEscalate = "escalate"
 	JobExpire   = "expire"
+	// JobHome re-publishes the App Home tabs that show the request (see
+	// Options.HomeJobs): "home:<id>".
+	JobHome = "home"
 )
 
 // TimerID names a request's n-th timer of a kind ("remind:<id>:2").
@@ -196,6 +199,9 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 				p.HSet(ctx, reqKey, fields)
 				rec = decodeRecord(fields) // exactly what Get will read back
 				p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobPost, n.ID)})
+				if s.homeJobs {
+					p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobHome, n.ID)})
+				}
 				idxs := []string{s.keys.statusIndex(shard, aah.StatusPending), s.keys.agentIndex(shard, n.Agent, ""),
 					s.keys.agentIndex(shard, n.Agent, aah.StatusPending), s.keys.openIndex(shard),
 					s.keys.channelIndex(shard, n.Channel)}
@@ -377,6 +383,10 @@ func (s *Store) MarkPosted(ctx context.Context, id, channel, ts string, rendered
 		}
 		if rec.Version != renderedVersion {
 			ch.Jobs = []JobAt{{ID: jobID(JobSync, id), At: s.now()}}
+		}
+		if s.homeJobs && !rec.Posted() {
+			// Its Home entries gain the message's link.
+			ch.Jobs = append(ch.Jobs, JobAt{ID: jobID(JobHome, id), At: s.now()})
 		}
 		return ch, nil
 	})

@@ -36,6 +36,11 @@ type Options struct {
 	// AuditKey, when set, makes audit hashes HMAC-SHA256 under this key, so
 	// only a holder of the key can forge a consistent chain.
 	AuditKey []byte
+	// HomeJobs schedules a JobHome job, in the same transaction, whenever a
+	// request is created or first posted, escalated, closed, or filed under
+	// new reviewers: the changes that move it in or out of someone's App
+	// Home tab. Set it where a job runner handles JobHome (the bot).
+	HomeJobs bool
 }
 
 // Store is approvalbot's Redis state. It is safe for concurrent use.
@@ -45,6 +50,8 @@ type Store struct {
 	deadCap int
 	now     func() time.Time
 	hasher  auditHasher
+	// homeJobs: see Options.HomeJobs.
+	homeJobs bool
 }
 
 // New returns a Store over rdb, which may be a standalone, Sentinel or
@@ -59,6 +66,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Store, error) {
 		deadCap: cmp.Or(opts.DeadLetterCap, 1000),
 		now:     opts.Now,
 		hasher:  auditHasher{key: opts.AuditKey},
+
+		homeJobs: opts.HomeJobs,
 	}
 	if s.now == nil {
 		s.now = time.Now

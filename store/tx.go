@@ -165,14 +165,22 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 		for _, u := range uniqueUsers(rec.IndexedReviewers, ch.AddReviewers) {
 			p.ZRem(ctx, s.keys.reviewerIndex(shard, u), rec.ID)
 		}
-	} else if rec.Status.Open() {
+	}
+	escalating := ch.Status == aah.StatusEscalated && rec.Status != aah.StatusEscalated
+	newReviewers := false
+	if !closing && rec.Status.Open() {
 		if added := uniqueUsers(rec.IndexedReviewers, ch.AddReviewers); len(added) > len(rec.IndexedReviewers) {
+			newReviewers = true
 			score := float64(rec.ReceivedAt.UnixMilli())
 			for _, u := range added[len(rec.IndexedReviewers):] {
 				p.ZAdd(ctx, s.keys.reviewerIndex(shard, u), redis.Z{Score: score, Member: rec.ID})
 			}
 			fields = append(fields, reviewerIdxField, mustJSON(added))
 		}
+	}
+	if s.homeJobs && (closing || escalating || newReviewers) {
+		// Who has the request waiting changed: their Home tabs follow.
+		ch.Jobs = append(ch.Jobs, JobAt{ID: jobID(JobHome, rec.ID), At: now})
 	}
 	if len(ch.Timers) > 0 || len(timers) != len(rec.Timers) {
 		fields = append(fields, "timers", mustJSON(timers))
