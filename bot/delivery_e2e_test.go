@@ -182,10 +182,15 @@ func TestCrashWhileHoldingTheJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		claimed = append(claimed, jobs...)
+		// The post job, and the App Home refresh the store schedules beside it.
+		for _, j := range jobs {
+			if j.Kind == store.JobPost {
+				claimed = append(claimed, j)
+			}
+		}
 	}
 	if len(claimed) != 1 {
-		t.Fatalf("claimed %d jobs, want the one post job", len(claimed))
+		t.Fatalf("claimed %d post jobs, want one", len(claimed))
 	}
 	// The "crashed" worker never acks. A live runner must wait out the lease.
 	start := time.Now()

@@ -89,7 +89,7 @@ func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *s
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}
-	st, err := store.New(rdb, store.Options{Prefix: prefix, Now: deps.Now})
+	st, err := store.New(rdb, store.Options{Prefix: prefix, Now: deps.Now, HomeJobs: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,8 +25,10 @@ import (
 // Deps are the service's collaborators, built by main.
 type Deps struct {
 	Config Config
-	Store  *store.Store
-	Slack  interface {
+	// Store should be built with store.Options.HomeJobs, so App Home tabs
+	// follow requests as they are created, escalated and closed.
+	Store *store.Store
+	Slack interface {
 		SlackAPI
 		handlers.SlackAPI
 		TimerSlackAPI
@@ -94,19 +96,23 @@ func NewService(d Deps) (*Service, error) {
 	jobHandlers[store.JobRemind] = reminderJob{timerDeps: timers.with(d.Logger, "reminders"),
 		plan: aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax}}
 	jobHandlers[store.JobEscalate] = escalationJob{timers.with(d.Logger, "escalation")}
-	runner, err := NewRunner(d.Store, RunnerOptions{
-		Handlers: jobHandlers, Concurrency: cfg.WorkerConcurrency, Lease: cfg.JobLease,
-		MaxAttempts: cfg.JobMaxAttempts, PollInterval: cfg.JobPollInterval, Now: d.Now, Metrics: d.Metrics, Logger: d.Logger.With("component", "runner"),
-	})
-	if err != nil {
-		return nil, err
-	}
+	// The runner is built once the home job has the Slack handlers it uses;
+	// the handlers wake it through this variable.
+	var runner *Runner
 	async := handlers.NewAsync(8, 1024).WithLogger(d.Logger.With("component", "slack-async"))
 	slackHandlers, err := handlers.New(handlers.Options{
 		SigningSecret: cfg.SlackSigningSecret, Decisions: decider, Requests: d.Store,
 		Slack: d.Slack, Async: async, Logger: d.Logger.With("component", "slack"), Registry: d.Registry,
-		Wake: runner.Wake, Command: cfg.SlackCommand, Now: d.Now, Lists: d.Store, Home: d.Store,
+		Wake: func() { runner.Wake() }, Command: cfg.SlackCommand, Now: d.Now, Lists: d.Store, Home: d.Store,
 		Defaults: cfg.Policy().Defaults,
+	})
+	if err != nil {
+		return nil, err
+	}
+	jobHandlers[store.JobHome] = homeJob{store: d.Store, homes: slackHandlers, log: d.Logger.With("component", "home")}
+	runner, err = NewRunner(d.Store, RunnerOptions{
+		Handlers: jobHandlers, Concurrency: cfg.WorkerConcurrency, Lease: cfg.JobLease,
+		MaxAttempts: cfg.JobMaxAttempts, PollInterval: cfg.JobPollInterval, Now: d.Now, Metrics: d.Metrics, Logger: d.Logger.With("component", "runner"),
 	})
 	if err != nil {
 		return nil, err

@@ -150,22 +150,49 @@ func (s *Slack) refreshHomes(action string, by aah.Person, rec store.Record) {
 				s.log.WarnContext(ctx, "could not note an answered request", "user", by.ID, "err", err)
 			}
 		}
-		users := slices.Concat([]string{by.ID}, rec.IndexedReviewers, rec.EscalatedTo)
-		for _, m := range rec.Mentions { // "<@U123>"
-			if id, ok := strings.CutPrefix(m, "<@"); ok && strings.HasSuffix(id, ">") {
-				users = append(users, strings.TrimSuffix(id, ">"))
-			}
-		}
-		users = slices.Compact(slices.Sorted(slices.Values(users)))
-		opened, err := s.opts.Home.HomeOpened(ctx, users)
-		if err != nil {
-			s.log.WarnContext(ctx, "could not read who opened the Home tab", "err", err)
-			return
-		}
-		for _, u := range opened {
-			s.publishHome(ctx, u)
+		if err := s.publishHomes(ctx, append(homeAudience(rec), by.ID)); err != nil {
+			s.log.WarnContext(ctx, "could not refresh Home tabs", "request_id", rec.ID, "err", err)
 		}
 	})
+}
+
+// RefreshHomes re-publishes, now, the Home tab of everyone rec waits or
+// waited for (its reviewers, escalation targets and mentioned people) who
+// opened it lately, except skip. The bot's home job calls it when a request
+// is created, escalated or closed; an error means who opened the tab could
+// not be read, and the job is retried. A tab that fails to publish is
+// logged, not retried: the next change or opening the tab repairs it.
+func (s *Slack) RefreshHomes(ctx context.Context, rec store.Record, skip string) error {
+	if s.opts.Home == nil || s.opts.Lists == nil {
+		return nil
+	}
+	return s.publishHomes(ctx, slices.DeleteFunc(homeAudience(rec), func(u string) bool { return u == skip }))
+}
+
+// publishHomes publishes the Home tab of those of users who opened it lately.
+func (s *Slack) publishHomes(ctx context.Context, users []string) error {
+	users = slices.Compact(slices.Sorted(slices.Values(users)))
+	opened, err := s.opts.Home.HomeOpened(ctx, users)
+	if err != nil {
+		return fmt.Errorf("read who opened the Home tab: %w", err)
+	}
+	for _, u := range opened {
+		s.publishHome(ctx, u)
+	}
+	return nil
+}
+
+// homeAudience is everyone whose Home tab may list rec: its reviewers
+// (named, resolved from emails, escalated to) and the people its message
+// mentions.
+func homeAudience(rec store.Record) []string {
+	users := slices.Concat(rec.IndexedReviewers, rec.EscalatedTo)
+	for _, m := range rec.Mentions { // "<@U123>"
+		if id, ok := strings.CutPrefix(m, "<@"); ok && strings.HasSuffix(id, ">") {
+			users = append(users, strings.TrimSuffix(id, ">"))
+		}
+	}
+	return users
 }
 
 // listItems parses stored requests for a listing, leaving out any that no

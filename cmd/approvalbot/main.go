@@ -60,7 +60,7 @@ func run(ctx context.Context) error {
 	metrics := bot.NewMetrics(registry)
 	slackSetup := bot.NewSlack(cfg, metrics, log, os.Stderr)
 
-	st, err := store.New(rdb, store.Options{Prefix: cfg.RedisPrefix, AuditKey: []byte(cfg.AuditKey)})
+	st, err := store.New(rdb, store.Options{Prefix: cfg.RedisPrefix, AuditKey: []byte(cfg.AuditKey), HomeJobs: true})
 	if err != nil {
 		return err
 	}
