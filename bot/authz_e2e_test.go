@@ -355,3 +355,31 @@ func TestGroupLookupFailureFailsClosed(t *testing.T) {
 		t.Errorf("retry after the lookup failure: status %s", rec.Status)
 	}
 }
+
+// Members of reviewer groups and roles find the request among theirs
+// ("/approvals mine", the Home tab) once it is posted; others do not.
+func TestGroupAndRoleMembersListTheRequest(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startJobs()
+	id := h.postAndWait(approvalRequest(t, "authz-listed", map[string]any{
+		"reviewer_groups": []any{slackemu.UserGroupLeads}, // Morgan and Alice
+		"required_roles":  []any{map[string]any{"role": "legal", "members": []any{"bob@example.com"}}},
+	}))
+	for _, tc := range []struct {
+		u      slackUser
+		listed bool
+	}{{alice, true}, {morgan, true}, {bob, true}, {mallory, false}} {
+		page, err := h.store.ListOpen(context.Background(), store.OpenQuery{Kind: store.OpenReviewer, Reviewer: tc.u.id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := false
+		for _, rec := range page.Items {
+			listed = listed || rec.ID == id
+		}
+		if listed != tc.listed {
+			t.Errorf("%s lists the request: %v, want %v", tc.u.id, listed, tc.listed)
+		}
+	}
+}

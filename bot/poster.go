@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -21,6 +22,7 @@ type SlackAPI interface {
 	UpdateMessageContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, string, error)
 	GetPermalinkContext(ctx context.Context, params *slack.PermalinkParameters) (string, error)
 	GetUserByEmailContext(ctx context.Context, email string) (*slack.User, error)
+	GetUserGroupMembersContext(ctx context.Context, userGroup string, options ...slack.GetUserGroupMembersOption) ([]string, error)
 }
 
 // Records is the request state the poster reads and writes; *store.Store
@@ -30,7 +32,7 @@ type Records interface {
 	MarkPosted(ctx context.Context, id, channel, ts string, renderedVersion int64) error
 	MarkSynced(ctx context.Context, id string, renderedVersion int64) error
 	SetPermalink(ctx context.Context, id, link string) error
-	SetMentions(ctx context.Context, id string, mentions []string) error
+	SetMentions(ctx context.Context, id string, mentions []string, members ...string) error
 	RecordPostError(ctx context.Context, id, code string, permanent bool) error
 	TakePaceSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error)
 	HoldChannel(ctx context.Context, channel string, d time.Duration) error
@@ -106,7 +108,7 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 	if err != nil {
 		return p.slackFailure(ctx, rec, "users.lookupByEmail", err)
 	}
-	if err := p.opts.Records.SetMentions(ctx, rec.ID, mentions); err != nil {
+	if err := p.opts.Records.SetMentions(ctx, rec.ID, mentions, p.members(ctx, req)...); err != nil {
 		return err
 	}
 	rec.Mentions = mentions
@@ -218,6 +220,41 @@ func stateOf(rec store.Record, defaults aah.Defaults) blocks.State {
 		st.ClosedAt = rec.ResolvedAt
 	}
 	return st
+}
+
+// members resolves the people a request's reviewer groups and roles name
+// (groups to their members, emails to users), so the request is filed under
+// them for "/approvals mine" and the Home tab. It is a convenience, not the
+// authorization (that is checked at every click): a failed lookup is logged
+// and skipped rather than holding the post.
+func (p *Poster) members(ctx context.Context, req *aah.Request) []string {
+	var out []string
+	entries := slices.Clone(req.Slack.ReviewerGroups)
+	for _, role := range req.Slack.RequiredRoles {
+		entries = append(entries, role.Members...)
+	}
+	for _, e := range entries {
+		switch {
+		case aah.IsSlackUserID(e):
+			out = append(out, e)
+		case aah.IsSlackGroupID(e):
+			users, err := p.opts.Slack.GetUserGroupMembersContext(ctx, e)
+			if err != nil {
+				p.log.WarnContext(ctx, "user group not resolved; its members will not see the request in their lists",
+					"request_id", req.Artifact.ID, "group", e, "err", err)
+				continue
+			}
+			out = append(out, users...)
+		case aah.IsEmail(e):
+			u, err := p.opts.Slack.GetUserByEmailContext(ctx, e)
+			if err != nil {
+				p.log.WarnContext(ctx, "role member's email not resolved", "request_id", req.Artifact.ID, "err", err)
+				continue
+			}
+			out = append(out, u.ID)
+		}
+	}
+	return out
 }
 
 // mentions resolves reviewers to mention syntax. Emails Slack does not know

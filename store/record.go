@@ -423,13 +423,15 @@ func (s *Store) RecordPostError(ctx context.Context, id, code string, permanent 
 
 // SetMentions stores the resolved reviewer mentions. The users they name
 // ("<@U123>") join the reviewer index in the same transaction while the
-// request is open, so reviewers named by email find it too.
-func (s *Store) SetMentions(ctx context.Context, id string, mentions []string) error {
+// request is open, so reviewers named by email find it too; so do members,
+// the other people who may decide it (members of its reviewer groups and
+// roles, resolved when it was posted).
+func (s *Store) SetMentions(ctx context.Context, id string, mentions []string, members ...string) error {
 	raw, err := json.Marshal(mentions)
 	if err != nil {
 		return fmt.Errorf("store: encode mentions of %s: %w", id, err)
 	}
-	var users []string
+	users := slices.Clone(members)
 	for _, m := range mentions {
 		if u, ok := strings.CutPrefix(m, "<@"); ok && strings.HasSuffix(u, ">") {
 			users = append(users, strings.TrimSuffix(u, ">"))
