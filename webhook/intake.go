@@ -232,8 +232,8 @@ func (a *API) timers(req *aah.Request, now time.Time) []store.JobAt {
 // indexed once the poster resolves them (store.SetMentions).
 // slackUserIDs are the people named by Slack user id as reviewers or role
 // members: the request is filed under them in the reviewer index
-// ("/approvals mine", the Home tab). People named by email are added when
-// the message is posted; members of user groups are not listed there.
+// ("/approvals mine", the Home tab). People named by email and members of
+// user groups are added when the message is posted (bot.Poster).
 func slackUserIDs(reviewers []string, roles []aah.Role) []string {
 	var out []string
 	add := func(r string) {
