@@ -323,6 +323,7 @@ func (s *Server) userJSON(u *User) map[string]any {
 		"display_name":            u.DisplayName,
 		"display_name_normalized": u.DisplayName,
 		"email":                   u.Email,
+		"title":                   u.Title,
 		"team":                    s.dir.ws.TeamID,
 		"avatar_hash":             "",
 		"image_24":                "",

@@ -31,6 +31,7 @@ type User struct {
 	RealName    string // e.g. "Alice Reviewer"
 	DisplayName string // optional; defaults to RealName in API responses
 	Email       string
+	Title       string // what they do, e.g. "Reviewer"; shown by the local sandbox's user switcher
 	IsBot       bool
 	IsAdmin     bool
 	Deleted     bool
@@ -91,11 +92,12 @@ func DefaultWorkspace() Workspace {
 		AppID:     "A0LOCAL",
 		Users: []User{
 			{ID: DefaultBotUserID, Name: "approvalbot", RealName: "Approval Bot", IsBot: true},
-			{ID: UserRequester, Name: "riley", RealName: "Riley Requester", Email: "requester@example.com"},
-			{ID: UserAlice, Name: "alice", RealName: "Alice Reviewer", Email: "alice@example.com"},
-			{ID: UserBob, Name: "bob", RealName: "Bob Reviewer", Email: "bob@example.com"},
-			{ID: UserManager, Name: "morgan", RealName: "Morgan Manager", Email: "manager@example.com", IsAdmin: true},
-			{ID: UserMallory, Name: "mallory", RealName: "Mallory Outsider", Email: "mallory@example.com"},
+			{ID: UserRequester, Name: "riley", RealName: "Riley Requester", Email: "requester@example.com", Title: "Requester"},
+			{ID: UserAlice, Name: "alice", RealName: "Alice Reviewer", Email: "alice@example.com", Title: "Reviewer"},
+			{ID: UserBob, Name: "bob", RealName: "Bob Reviewer", Email: "bob@example.com", Title: "Reviewer"},
+			{ID: UserManager, Name: "morgan", RealName: "Morgan Manager", Email: "manager@example.com", IsAdmin: true,
+				Title: "Manager, the escalation target"},
+			{ID: UserMallory, Name: "mallory", RealName: "Mallory Outsider", Email: "mallory@example.com", Title: "Not a reviewer"},
 		},
 		Channels: []Channel{
 			{ID: ChannelApprovals, Name: "approvals", IsMember: true},
