@@ -34,6 +34,9 @@ type Config struct {
 	// SlackAppToken (xapp-…) turns on Socket Mode: Slack's requests come
 	// over a WebSocket the bot opens, so it needs no public URL.
 	SlackAppToken string `envconfig:"SLACK_APP_TOKEN"`
+	// SandboxWorkspace is a JSON file describing local mode's emulated
+	// workspace (members, channels, user groups); see slackemu.ParseWorkspace.
+	SandboxWorkspace string `envconfig:"SANDBOX_WORKSPACE"`
 
 	IntakeTokens       string `envconfig:"INTAKE_TOKENS"`
 	IntakeMaxBodyBytes int64  `envconfig:"INTAKE_MAX_BODY_BYTES" default:"1048576"`

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/approvalbot/approvalbot/bot/sandbox"
 	"github.com/approvalbot/approvalbot/bot/slackemu"
 	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
@@ -59,17 +60,23 @@ func OpenRedis(ctx context.Context, cfg Config, log *slog.Logger) (redis.Univers
 	return rdb, func() { _ = rdb.Close() }, nil
 }
 
-// SlackSetup is the Slack client and, in local mode, the emulator behind it.
+// SlackSetup is the Slack client and, in local mode, the emulator behind it
+// and the browser sandbox over the emulator.
 type SlackSetup struct {
 	Client   *slack.Client
 	Emulator *slackemu.Server // nil in production mode
+	// Sandbox is served under /sandbox/ (Deps.Sandbox); nil in production
+	// mode. Attach the service's handler to it once the service is built.
+	Sandbox *sandbox.Sandbox
 }
 
 // NewSlack builds the Slack Web API client. In production mode it talks to
 // SLACK_API_URL with SLACK_BOT_TOKEN. In local mode it talks, in process, to
 // the built-in Slack emulator, and every message the bot posts or updates is
-// printed to logOut in readable form.
-func NewSlack(cfg Config, m *Metrics, log *slog.Logger, logOut io.Writer) SlackSetup {
+// printed to logOut in readable form. The emulator plays the workspace of
+// SANDBOX_WORKSPACE, or slackemu.DefaultWorkspace, and enforces Slack's
+// pacing and trigger rules, so the sandbox catches what Slack would refuse.
+func NewSlack(cfg Config, m *Metrics, log *slog.Logger, logOut io.Writer) (SlackSetup, error) {
 	if !cfg.LocalMode() {
 		httpClient := &http.Client{Timeout: 30 * time.Second, Transport: m.InstrumentTransport(nil)}
 		opts := []slack.Option{slack.OptionAPIURL(cfg.SlackAPIURL), slack.OptionHTTPClient(httpClient)}
@@ -77,12 +84,23 @@ func NewSlack(cfg Config, m *Metrics, log *slog.Logger, logOut io.Writer) SlackS
 			// Only apps.connections.open uses it: Socket Mode (Deps.SocketMode).
 			opts = append(opts, slack.OptionAppLevelToken(cfg.SlackAppToken))
 		}
-		return SlackSetup{Client: slack.New(cfg.SlackBotToken, opts...)}
+		return SlackSetup{Client: slack.New(cfg.SlackBotToken, opts...)}, nil
 	}
+	ws := slackemu.DefaultWorkspace()
+	if cfg.SandboxWorkspace != "" {
+		var err error
+		if ws, err = slackemu.LoadWorkspace(cfg.SandboxWorkspace); err != nil {
+			return SlackSetup{}, fmt.Errorf("SANDBOX_WORKSPACE: %w", err)
+		}
+	}
+	sandboxURL := LocalBaseURL(cfg.ListenAddr) + "/sandbox"
 	var mu sync.Mutex
 	var emu *slackemu.Server
 	emu = slackemu.New(slackemu.Options{
-		PermalinkBase: LocalBaseURL(cfg.ListenAddr) + "/sandbox",
+		Workspace:      &ws,
+		EnforcePacing:  true,
+		StrictTriggers: true,
+		PermalinkBase:  sandboxURL,
 		OnMessage: func(msg slackemu.Message) {
 			verb := "posted"
 			if msg.Edited > 0 {
@@ -94,14 +112,24 @@ func NewSlack(cfg Config, m *Metrics, log *slog.Logger, logOut io.Writer) SlackS
 			fmt.Fprintf(logOut, "┌─ local Slack · %s · %s · ts %s\n%s└─\n", verb, msg.Channel, msg.TS, indent(emu.RenderMessage(msg)))
 		},
 	})
+	sb, err := sandbox.New(sandbox.Options{Emulator: emu, SigningSecret: cfg.SlackSigningSecret,
+		CallbackSecret: cfg.CallbackSecret, BaseURL: sandboxURL, Command: cfg.SlackCommand,
+		Logger: log.With("component", "sandbox")})
+	if err != nil {
+		return SlackSetup{}, err
+	}
 	log.Warn("SLACK_BOT_TOKEN is not set: LOCAL MODE. Messages go to the built-in Slack emulator, "+
-		"not to Slack; each one is printed below.", "default_channel", cfg.SlackDefaultChannel)
+		"not to Slack; each one is printed below. Open the sandbox to see them as Slack would and answer them.",
+		"sandbox", sandboxURL+"/", "default_channel", cfg.SlackDefaultChannel)
+	fmt.Fprintf(logOut, "\n  ▶ Local sandbox: %s/\n    a browser Slack workspace to watch and answer approvalbot's messages; "+
+		"its callback inbox is %s/inbox\n\n", sandboxURL, sandboxURL)
 	httpClient := emu.Client()
 	httpClient.Transport = m.InstrumentTransport(httpClient.Transport)
 	return SlackSetup{
 		Client:   slack.New(emu.Token(), slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(httpClient)),
 		Emulator: emu,
-	}
+		Sandbox:  sb,
+	}, nil
 }
 
 func indent(s string) string {

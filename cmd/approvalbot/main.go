@@ -58,15 +58,18 @@ func run(ctx context.Context) error {
 
 	registry := prometheus.NewRegistry()
 	metrics := bot.NewMetrics(registry)
-	slackSetup := bot.NewSlack(cfg, metrics, log, os.Stderr)
+	slackSetup, err := bot.NewSlack(cfg, metrics, log, os.Stderr)
+	if err != nil {
+		return err
+	}
 
 	st, err := store.New(rdb, store.Options{Prefix: cfg.RedisPrefix, AuditKey: []byte(cfg.AuditKey), HomeJobs: true})
 	if err != nil {
 		return err
 	}
 	deps := bot.Deps{Config: cfg, Store: st, Slack: slackSetup.Client, Metrics: metrics, Registry: registry, Logger: log}
-	if slackSetup.Emulator != nil {
-		deps.Sandbox = slackSetup.Emulator
+	if slackSetup.Sandbox != nil {
+		deps.Sandbox = slackSetup.Sandbox
 	}
 	if cfg.SlackAppToken != "" {
 		deps.SocketMode = slackSetup.Client
@@ -75,6 +78,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	slackSetup.Sandbox.Attach(svc.Handler()) // no-op in production mode
 
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
@@ -113,6 +117,7 @@ func run(ctx context.Context) error {
 	stopSocket()
 	socketWG.Wait()
 	svc.Close() // long polls answer now instead of holding the shutdown
+	slackSetup.Sandbox.Close()
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
 	if serr := srv.Shutdown(shutdownCtx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
