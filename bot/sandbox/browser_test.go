@@ -1,0 +1,296 @@
+package sandbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/approvalbot/approvalbot/bot"
+	"github.com/approvalbot/approvalbot/store"
+	"github.com/approvalbot/approvalbot/store/redistest"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// chromiumPath finds the Debian chromium the browser test drives (never a
+// downloaded browser). CI must have it (.ci/run installs it); a developer
+// without it is told how to get it.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("CHROMIUM")
+	if path == "" {
+		path = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the browser test needs chromium at %s under CI (.ci/run installs it): %v", path, err)
+		}
+		t.Skipf("skipping the browser test: no chromium at %s (apt-get install -y chromium, or set CHROMIUM)", path)
+	}
+	return path
+}
+
+// localBot runs approvalbot as `go run ./cmd/approvalbot` does with no
+// configuration (local mode, the sandbox mounted), on a loopback listener,
+// over the test Redis. It returns the base URL.
+func localBot(t *testing.T) (string, bot.SlackSetup, *store.Store) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "CALLBACK_SECRET", "INTAKE_TOKENS",
+		"SANDBOX_WORKSPACE", "SLACK_DEFAULT_CHANNEL"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("LISTEN_ADDR", ln.Addr().String())
+	t.Setenv("JOB_POLL_INTERVAL", "20ms")
+	cfg, err := bot.LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	if os.Getenv("TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	registry := prometheus.NewRegistry()
+	metrics := bot.NewMetrics(registry)
+	setup, err := bot.NewSlack(cfg, metrics, log, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, prefix := redistest.Client(t)
+	st, err := store.New(rdb, store.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := bot.NewService(bot.Deps{Config: cfg, Store: st, Slack: setup.Client, Metrics: metrics, Registry: registry,
+		Logger: log, Sandbox: setup.Sandbox})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup.Sandbox.Attach(svc.Handler())
+	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	jobs, stopJobs := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = svc.RunJobs(jobs) }()
+	t.Cleanup(func() {
+		svc.Close()
+		setup.Sandbox.Close()
+		_ = srv.Close()
+		stopJobs()
+		<-done
+	})
+	return "http://" + ln.Addr().String(), setup, st
+}
+
+// postExample submits seed 000's example (examples/marketing-strategy.json)
+// with its dates moved to now, so the test does not expire, and its
+// response_url on the sandbox's callback inbox.
+func postExample(t *testing.T, base, id string) {
+	t.Helper()
+	raw, err := os.ReadFile("../../examples/marketing-strategy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	deadline := now.Add(48 * time.Hour).Format(time.RFC3339)
+	artifact := doc["artifact"].(map[string]any)
+	artifact["id"], artifact["created_at"] = id, now.Format(time.RFC3339)
+	handoff := doc["handoff"].(map[string]any)
+	handoff["response_url"], handoff["response_deadline"] = base+"/sandbox/inbox", deadline
+	doc["content"].(map[string]any)["body"].(map[string]any)["data"].(map[string]any)["deadline"] = deadline
+	body, _ := json.Marshal(doc)
+	resp, err := http.Post(base+"/v1/requests", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /v1/requests: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestBrowserRoundTrip is the sandbox's promise, in headless Chromium: post
+// seed 000's example, answer every decision through the page as two
+// members (buttons, a confirm dialog, a menu, comment modals with a field
+// error), submit, and see the signed decision response in the inbox.
+func TestBrowserRoundTrip(t *testing.T) {
+	chromium := chromiumPath(t)
+	base, setup, st := localBot(t)
+	const id = "browser-e2e"
+	postExample(t, base, id)
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(t.Context(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1800))...)
+	defer cancelAlloc()
+	browser, cancelBrowser := chromedp.NewContext(alloc, chromedp.WithErrorf(t.Logf))
+	defer cancelBrowser()
+	ctx := browser
+	// The first run starts the browser, which lives as long as that run's
+	// context: this one, not a step's.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	// The page's script errors fail the test: they are the sandbox's bugs.
+	err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
+			d, desc := e.ExceptionDetails, ""
+			if d.Exception != nil {
+				desc = d.Exception.Description
+			}
+			t.Errorf("page script error at %s:%d: %s %s", d.URL, d.LineNumber+1, d.Text, desc)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	msg := `.msg[data-channel="C0APPROVALS"]`
+	control := func(action, decision string) chromedp.CSS {
+		return chromedp.CSS(fmt.Sprintf(`%s [data-action-id=%q][data-block-id$="/%s/%s"]`, msg, action, id, decision))
+	}
+	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		stepCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if err := chromedp.Do(stepCtx, actions...); err != nil {
+			dump, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			page, derr := chromedp.Run(dump, chromedp.Evaluate[string](`document.body.innerHTML`))
+			t.Fatalf("%s: %v\npage (%v):\n%s", what, err, derr, page)
+		}
+	}
+	// waitText waits until the element's text contains want.
+	waitText := func(sel, want string) chromedp.Action[chromedp.Void] {
+		return chromedp.Poll[chromedp.Void](fmt.Sprintf(`(document.querySelector(%q) || {innerText: ""}).innerText.includes(%q)`, sel, want),
+			chromedp.WithPollingTimeout(20*time.Second))
+	}
+	pick := func(sel, value string) chromedp.Action[chromedp.Void] {
+		return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const s = document.querySelector(%q); s.value = %q;
+			s.dispatchEvent(new Event("change")); })()`, sel, value))
+	}
+	click := func(sel string) chromedp.Action[chromedp.Void] { return chromedp.Click(chromedp.CSS(sel)) }
+	const textarea = `form.modal textarea[data-action-id="text"]`
+	comment := func(decision, text string) []chromedp.Action[chromedp.Void] {
+		return []chromedp.Action[chromedp.Void]{
+			chromedp.Click(control("comment", decision)),
+			chromedp.WaitVisible(chromedp.CSS(textarea)),
+			chromedp.SendKeys(chromedp.CSS(textarea), text),
+			click(`form.modal .modal-submit`),
+			chromedp.WaitNotPresent(chromedp.CSS(`form.modal`)),
+			waitText(msg, text),
+		}
+	}
+
+	step("open the sandbox as Alice",
+		chromedp.Navigate(base+"/sandbox/?user=U0ALICE#/c/C0APPROVALS"),
+		chromedp.WaitVisible(control("approve", "d1")),
+		waitText(msg, "Approve Marketing Strategy"))
+	step("Alice: an empty comment is refused in the dialog",
+		chromedp.Click(control("comment", "d1")),
+		chromedp.WaitVisible(chromedp.CSS(textarea)),
+		click(`form.modal .modal-submit`),
+		waitText(`form.modal`, "Please complete this required field."),
+		click(`form.modal .modal-close`),
+		chromedp.WaitNotPresent(chromedp.CSS(`form.modal`)))
+	step("Alice: comment on d1", comment("d1", "Good segmentation")...)
+	step("Alice: Approve all 3, confirmed",
+		click(msg+` [data-action-id="approve_all"]`),
+		chromedp.WaitVisible(chromedp.CSS(`.confirm-yes`)),
+		click(`.confirm-yes`),
+		waitText(msg, "3 of 4 answered"))
+
+	step("switch to Bob",
+		pick("#user-switch", "U0BOB"),
+		waitText("#me-detail", "@bob"),
+		chromedp.WaitVisible(control("select", "d3")))
+	sel := fmt.Sprintf(`%s select[data-block-id$="/%s/d3"]`, msg, id)
+	step("Bob: pick the launch timing", pick(sel, "next_month"), waitText(msg, "Wait for Q2 by @bob"))
+	step("Bob: comment on d4", comment("d4", "Require CC to reduce spam signups")...)
+	step("Bob: reject d4",
+		chromedp.Click(control("reject", "d4")),
+		waitText(msg, "Reject by @bob"))
+	step("Bob: submit",
+		click(msg+` [data-action-id="submit"]`),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error { // a confirm dialog, if the message asks for one
+			confirm, err := chromedp.Evaluate[bool](`!!document.querySelector(".confirm-yes")`)(ctx, tg)
+			if err != nil || !confirm {
+				return err
+			}
+			_, err = click(`.confirm-yes`)(ctx, tg)
+			return err
+		}),
+		waitText(msg, "Resolved"))
+
+	shot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(msg)))
+	if err != nil {
+		t.Fatalf("screenshot the resolved message: %v", err)
+	}
+	saveScreenshot(t, "sandbox-resolved-message.png", shot)
+
+	step("the decision response arrives in the callback inbox",
+		chromedp.Navigate(base+"/sandbox/?user=U0BOB#/inbox"),
+		waitText(".inbox", "signature verified"))
+	inbox, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".delivery")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"webhook-signature", `"request_id": "browser-e2e"`, "Good segmentation", "Require CC to reduce spam signups", `"selected": "next_month"`} {
+		if !strings.Contains(strings.ToLower(inbox), strings.ToLower(want)) {
+			t.Errorf("the inbox entry lacks %q:\n%s", want, inbox)
+		}
+	}
+	if page, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		saveScreenshot(t, "sandbox-inbox.png", page)
+	}
+
+	got := setup.Sandbox.Inbox()
+	if len(got) != 1 || !got[0].Verified {
+		t.Fatalf("inbox = %+v, want one verified delivery", got)
+	}
+	rec, err := st.Get(t.Context(), id)
+	if err != nil || rec.Status != "resolved" {
+		t.Fatalf("request %s: status %v, %v", id, rec.Status, err)
+	}
+	for d, who := range map[string]string{"d1": "U0ALICE", "d2": "U0ALICE", "d3": "U0BOB", "d4": "U0BOB"} {
+		if a := rec.Answers[d]; a.By.ID != who {
+			t.Errorf("%s decided by %+v, want %s", d, a.By, who)
+		}
+	}
+}
+
+// saveScreenshot writes a screenshot where CI keeps its logs
+// (SANDBOX_SCREENSHOT_DIR, set by .ci/run), else to the test's temp dir.
+func saveScreenshot(t *testing.T, name string, png []byte) {
+	t.Helper()
+	dir := os.Getenv("SANDBOX_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Errorf("save screenshot: %v", err)
+		return
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Errorf("save screenshot: %v", err)
+		return
+	}
+	t.Logf("screenshot: %s", path)
+}
