@@ -137,7 +137,7 @@ func TestBrowserRoundTrip(t *testing.T) {
 	postExample(t, base, id)
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(t.Context(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1800))...)
+		chromedp.ExecPath(chromium), chromedp.Env("TZ=UTC"), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1800))...)
 	defer cancelAlloc()
 	browser, cancelBrowser := chromedp.NewContext(alloc, chromedp.WithErrorf(t.Logf))
 	defer cancelBrowser()
@@ -260,6 +260,8 @@ func TestBrowserRoundTrip(t *testing.T) {
 		saveScreenshot(t, "sandbox-inbox.png", page)
 	}
 
+	checkRenderer(t, ctx)
+
 	got := setup.Sandbox.Inbox()
 	if len(got) != 1 || !got[0].Verified {
 		t.Fatalf("inbox = %+v, want one verified delivery", got)
@@ -293,4 +295,80 @@ func saveScreenshot(t *testing.T, name string, png []byte) {
 		return
 	}
 	t.Logf("screenshot: %s", path)
+}
+
+// rendererCases render mrkdwn and the Block Kit elements the example does
+// not use, in the page's own scripts; each result is a string to check.
+const rendererCases = `(() => {
+  const md = {users: {U0ALICE: {name: "alice"}}, channels: {C1: {name: "ops"}}, groups: {S1: {handle: "leads"}}, me: "U0ALICE"};
+  const opt = (v) => ({text: {type: "plain_text", text: v.toUpperCase()}, value: v});
+  const el = BK.render([
+    {type: "header", block_id: "h", text: {type: "plain_text", text: "Title :tada:"}},
+    {type: "section", block_id: "s", fields: [{type: "mrkdwn", text: "*F1*"}, {type: "plain_text", text: "F2"}],
+     accessory: {type: "static_select", action_id: "acc", options: [opt("a"), opt("b")], initial_option: opt("b")}},
+    {type: "context", block_id: "c", elements: [{type: "mrkdwn", text: "ctx _note_"}]},
+    {type: "divider", block_id: "d"},
+    {type: "actions", block_id: "x", elements: [
+      {type: "multi_static_select", action_id: "m", options: [opt("a"), opt("b")], initial_options: [opt("a")]},
+      {type: "datepicker", action_id: "dp", initial_date: "2027-03-04"},
+      {type: "button", action_id: "del", style: "danger", text: {type: "plain_text", text: "Delete"},
+       confirm: {title: {type: "plain_text", text: "Sure?"}, text: {type: "plain_text", text: "Really"},
+                 confirm: {type: "plain_text", text: "Yes"}, deny: {type: "plain_text", text: "No"}}}]},
+    {type: "input", block_id: "n", label: {type: "plain_text", text: "Amount"},
+     element: {type: "number_input", action_id: "num", is_decimal_allowed: false, initial_value: "7"}},
+    {type: "input", block_id: "t", optional: true, label: {type: "plain_text", text: "Why"},
+     element: {type: "plain_text_input", action_id: "why", multiline: true}},
+  ], {md, state: {}, errors: {n: "Too big."}, act() {}, confirm() {}});
+  const q = (s) => el.querySelector(s);
+  return {
+    bold: MD.mrkdwn("*bold* _it_ ~st~ ` + "`co*de*`" + ` &lt;b&gt; &amp;", md),
+    tokens: MD.mrkdwn("<@U0ALICE> <#C1> <!subteam^S1> <!here> <https://x.test/a|X> <mailto:a@b.test|a@b.test>", md),
+    date: MD.mrkdwn("<!date^1771236000^{date_num} {date_long} {time}|fallback> <!date^1771236000^{date_short_pretty}|f>", md),
+    quote: MD.mrkdwn("&gt; quoted\nplain", md),
+    pre: MD.mrkdwn("` + "```*not bold*```" + `", md),
+    header: q(".bk-header").textContent,
+    fields: [...el.querySelectorAll(".bk-field")].map((f) => f.innerHTML).join("|"),
+    accessory: q(".bk-accessory select").value,
+    context: q(".bk-context").innerHTML,
+    multi: q("details.bk-multi summary").textContent,
+    date_input: q("input[type=date]").value,
+    danger: q("button.bk-btn.danger").textContent,
+    number: q("input[data-action-id=num]").value + " " + q("input[data-action-id=num]").getAttribute("inputmode"),
+    error: q(".bk-input-block.has-error .bk-error").textContent,
+    optional: q("[data-block-id=t] .bk-optional").textContent + " " + q("textarea[data-action-id=why]").tagName,
+  };
+})()`
+
+// checkRenderer checks the page's mrkdwn and Block Kit rendering.
+func checkRenderer(t *testing.T, ctx context.Context) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	got, err := chromedp.Run(c, chromedp.Evaluate[map[string]string](rendererCases))
+	if err != nil {
+		t.Fatalf("render in the page: %v", err)
+	}
+	for key, want := range map[string][]string{
+		"bold":       {"<b>bold</b>", "<i>it</i>", "<s>st</s>", "<code>co*de*</code>", "&lt;b&gt; &amp;"},
+		"tokens":     {`class="mention me" data-user="U0ALICE">@alice<`, ">#ops<", ">@leads<", ">@here<", `href="https://x.test/a"`, ">a@b.test<"},
+		"date":       {"2026-02-16 Monday, February 16th, 2026 10:00 AM", "Feb 16, 2026"},
+		"quote":      {"<blockquote>quoted</blockquote>plain"},
+		"pre":        {"<pre>*not bold*</pre>"},
+		"header":     {"Title 🎉"},
+		"fields":     {"<b>F1</b>|F2"},
+		"accessory":  {"b"},
+		"context":    {"ctx <i>note</i>"},
+		"multi":      {"A"},
+		"date_input": {"2027-03-04"},
+		"danger":     {"Delete"},
+		"number":     {"7 numeric"},
+		"error":      {"Too big."},
+		"optional":   {"(optional) TEXTAREA"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(got[key], w) {
+				t.Errorf("%s renders as %q, lacking %q", key, got[key], w)
+			}
+		}
+	}
 }
