@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -12,15 +13,17 @@ import (
 
 // DirectoryAPI is what the directory asks Slack; *slack.Client implements it.
 type DirectoryAPI interface {
-	GetUserInfoContext(ctx context.Context, user string, options ...slack.GetUserInfoOption) (*slack.User, error)
+	GetUserByEmailContext(ctx context.Context, email string) (*slack.User, error)
 	GetUserGroupMembersContext(ctx context.Context, userGroup string, options ...slack.GetUserGroupMembersOption) ([]string, error)
 }
 
-// Directory answers the decider's questions about Slack users (their email)
-// and user groups (their members), caching each answer for a short time:
-// authorization runs on every click and must answer within Slack's 3 s,
-// while membership changes in Slack should take effect within minutes.
-// Failed lookups are not cached. Each process has its own cache.
+// Directory answers the decider's questions about Slack: which user an
+// email address belongs to, and who is in a user group. Each answer is
+// cached for a short time: authorization runs on every click and must answer
+// within Slack's 3 s, while membership changes in Slack should take effect
+// within minutes. Concurrent misses for the same key share one Slack call
+// (a burst of clicks on a new request must not spend the rate limit), and
+// failed lookups are not cached. Each process has its own cache.
 type Directory struct {
 	api     DirectoryAPI
 	ttl     time.Duration
@@ -28,14 +31,22 @@ type Directory struct {
 	now     func() time.Time
 	lookups *prometheus.CounterVec
 
-	mu      sync.Mutex
-	entries map[string]cached // "user:U…" or "group:S…"
+	mu       sync.Mutex
+	entries  map[string]cached // "email:<address>" or "group:S…"
+	inflight map[string]*lookup
 }
 
 type cached struct {
-	email   string
+	userID  string
 	members []string
 	expires time.Time
+}
+
+// lookup is one Slack call that concurrent misses wait for.
+type lookup struct {
+	done chan struct{}
+	val  cached
+	err  error
 }
 
 // maxDirectoryEntries bounds the cache; past it, it starts over.
@@ -44,10 +55,11 @@ const maxDirectoryEntries = 20000
 // NewDirectory returns a directory over api whose answers live for ttl.
 // reg may be nil (no metrics).
 func NewDirectory(api DirectoryAPI, ttl time.Duration, reg prometheus.Registerer) *Directory {
-	d := &Directory{api: api, ttl: ttl, timeout: 2 * time.Second, now: time.Now, entries: map[string]cached{},
+	d := &Directory{api: api, ttl: ttl, timeout: 2 * time.Second, now: time.Now,
+		entries: map[string]cached{}, inflight: map[string]*lookup{},
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "approvalbot_directory_lookups_total",
-			Help: "Authorization lookups of users' emails and user group members, by kind and result (hit, miss, error).",
+			Help: "Authorization lookups of users by email and user group members, by kind and result (hit, miss, error).",
 		}, []string{"kind", "result"})}
 	if reg != nil {
 		reg.MustRegister(d.lookups)
@@ -55,17 +67,21 @@ func NewDirectory(api DirectoryAPI, ttl time.Duration, reg prometheus.Registerer
 	return d
 }
 
-// UserEmail is the user's email address ("" when Slack shows none, e.g.
-// without the users:read.email scope).
-func (d *Directory) UserEmail(ctx context.Context, userID string) (string, error) {
-	e, err := d.get(ctx, "user", userID, func(ctx context.Context) (cached, error) {
-		u, err := d.api.GetUserInfoContext(ctx, userID)
-		if err != nil {
-			return cached{}, fmt.Errorf("users.info %s: %w", userID, err)
+// UserIDByEmail is the Slack user with that email address, or "" when Slack
+// knows none (users_not_found).
+func (d *Directory) UserIDByEmail(ctx context.Context, email string) (string, error) {
+	e, err := d.get(ctx, "email", email, func(ctx context.Context) (cached, error) {
+		u, err := d.api.GetUserByEmailContext(ctx, email)
+		var apiErr slack.SlackErrorResponse
+		switch {
+		case errors.As(err, &apiErr) && apiErr.Err == "users_not_found":
+			return cached{}, nil
+		case err != nil:
+			return cached{}, fmt.Errorf("users.lookupByEmail: %w", err)
 		}
-		return cached{email: u.Profile.Email}, nil
+		return cached{userID: u.ID}, nil
 	})
-	return e.email, err
+	return e.userID, err
 }
 
 // GroupMembers are the user ids of the group's members.
@@ -82,28 +98,46 @@ func (d *Directory) GroupMembers(ctx context.Context, groupID string) ([]string,
 
 func (d *Directory) get(ctx context.Context, kind, id string, fetch func(context.Context) (cached, error)) (cached, error) {
 	key := kind + ":" + id
-	now := d.now()
 	d.mu.Lock()
-	e, ok := d.entries[key]
-	d.mu.Unlock()
-	if ok && now.Before(e.expires) {
+	if e, ok := d.entries[key]; ok && d.now().Before(e.expires) {
+		d.mu.Unlock()
 		d.lookups.WithLabelValues(kind, "hit").Inc()
 		return e, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	l, waiting := d.inflight[key]
+	if !waiting {
+		l = &lookup{done: make(chan struct{})}
+		d.inflight[key] = l
+	}
+	d.mu.Unlock()
+	if waiting {
+		select {
+		case <-l.done:
+			return l.val, l.err
+		case <-ctx.Done():
+			return cached{}, fmt.Errorf("wait for a Slack lookup of %s: %w", key, ctx.Err())
+		}
+	}
+	// The call outlives a caller that gives up, so the others waiting on it
+	// still get its answer; it is bounded by its own timeout.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.timeout)
 	defer cancel()
-	e, err := fetch(ctx)
-	if err != nil {
+	l.val, l.err = fetch(fctx)
+	d.mu.Lock()
+	delete(d.inflight, key)
+	if l.err == nil {
+		l.val.expires = d.now().Add(d.ttl)
+		if len(d.entries) >= maxDirectoryEntries {
+			d.entries = map[string]cached{}
+		}
+		d.entries[key] = l.val
+	}
+	d.mu.Unlock()
+	close(l.done)
+	if l.err != nil {
 		d.lookups.WithLabelValues(kind, "error").Inc()
-		return cached{}, err
+		return cached{}, l.err
 	}
 	d.lookups.WithLabelValues(kind, "miss").Inc()
-	e.expires = now.Add(d.ttl)
-	d.mu.Lock()
-	if len(d.entries) >= maxDirectoryEntries {
-		d.entries = map[string]cached{}
-	}
-	d.entries[key] = e
-	d.mu.Unlock()
-	return e, nil
+	return l.val, nil
 }

@@ -3,6 +3,8 @@ package bot
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,18 +16,23 @@ import (
 type fakeDirectoryAPI struct {
 	userCalls, groupCalls atomic.Int32
 	fail                  atomic.Bool
+	slow                  time.Duration // how long a group lookup takes
 }
 
-func (f *fakeDirectoryAPI) GetUserInfoContext(_ context.Context, user string, _ ...slack.GetUserInfoOption) (*slack.User, error) {
+func (f *fakeDirectoryAPI) GetUserByEmailContext(_ context.Context, email string) (*slack.User, error) {
 	f.userCalls.Add(1)
-	if f.fail.Load() {
+	switch {
+	case f.fail.Load():
 		return nil, errors.New("slack down")
+	case email == "nobody@example.com":
+		return nil, slack.SlackErrorResponse{Err: "users_not_found"}
 	}
-	return &slack.User{ID: user, Profile: slack.UserProfile{Email: user + "@example.com"}}, nil
+	return &slack.User{ID: "U0" + strings.ToUpper(strings.TrimSuffix(email, "@example.com"))}, nil
 }
 
 func (f *fakeDirectoryAPI) GetUserGroupMembersContext(_ context.Context, group string, _ ...slack.GetUserGroupMembersOption) ([]string, error) {
 	f.groupCalls.Add(1)
+	time.Sleep(f.slow)
 	if f.fail.Load() {
 		return nil, errors.New("slack down")
 	}
@@ -44,8 +51,8 @@ func TestDirectoryCachesBriefly(t *testing.T) {
 	ctx := context.Background()
 
 	for range 3 {
-		if email, err := d.UserEmail(ctx, "U0A"); err != nil || email != "U0A@example.com" {
-			t.Fatalf("UserEmail = %q, %v", email, err)
+		if id, err := d.UserIDByEmail(ctx, "a@example.com"); err != nil || id != "U0A" {
+			t.Fatalf("UserIDByEmail = %q, %v", id, err)
 		}
 		if m, err := d.GroupMembers(ctx, "S0G"); err != nil || len(m) != 2 {
 			t.Fatalf("GroupMembers = %v, %v", m, err)
@@ -69,6 +76,31 @@ func TestDirectoryCachesBriefly(t *testing.T) {
 	}
 	if api.groupCalls.Load() != 3 {
 		t.Errorf("group calls = %d, want 3 (expired, failed, retried)", api.groupCalls.Load())
+	}
+}
+
+// An email Slack does not know is no user (cached like any answer); many
+// clicks arriving at once on a cold cache make one Slack call.
+func TestDirectoryUnknownEmailAndConcurrentMisses(t *testing.T) {
+	t.Parallel()
+	api := &fakeDirectoryAPI{slow: 50 * time.Millisecond}
+	d := NewDirectory(api, time.Minute, nil)
+	if id, err := d.UserIDByEmail(context.Background(), "nobody@example.com"); err != nil || id != "" {
+		t.Fatalf("unknown email: %q, %v", id, err)
+	}
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if m, err := d.GroupMembers(context.Background(), "S0BURST"); err != nil || len(m) != 2 {
+				t.Errorf("GroupMembers = %v, %v", m, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := api.groupCalls.Load(); n != 1 {
+		t.Errorf("%d Slack calls for a burst of 50 misses, want 1", n)
 	}
 }
 

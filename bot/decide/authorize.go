@@ -9,10 +9,13 @@ import (
 	"github.com/approvalbot/approvalbot/aah"
 )
 
-// Directory says who a Slack user is and who belongs to a user group. The
-// bot's implementation asks Slack and caches the answers briefly.
+// Directory says which Slack user an email address belongs to ("" for
+// none) and who belongs to a user group. The bot's implementation asks Slack
+// and caches the answers briefly. Emails are resolved to users, not users to
+// their profile email: a hidden or missing profile email must not make the
+// requester look like someone else.
 type Directory interface {
-	UserEmail(ctx context.Context, userID string) (string, error)
+	UserIDByEmail(ctx context.Context, email string) (string, error)
 	GroupMembers(ctx context.Context, groupID string) ([]string, error)
 }
 
@@ -43,6 +46,7 @@ const (
 // request is changed: it needs Slack lookups (emails, group members), which
 // must not run inside the optimistic transaction.
 type authority struct {
+	closed     bool     // the request was closed when this was worked out: nobody may act
 	restricted bool     // the request or the workspace names who may decide
 	named      bool     // the person is one of them (user id, email, group or role)
 	admin      bool     // a workspace admin (Policy.Admins)
@@ -54,6 +58,9 @@ type authority struct {
 // reviewer mentions (emails resolved when it was posted) and escalation
 // targets as they are now.
 func (a authority) allowed(mentions, escalatedTo []string, user string) bool {
+	if a.closed {
+		return false
+	}
 	return a.admin || !a.restricted || a.named || slices.Contains(escalatedTo, user) ||
 		slices.Contains(mentions, "<@"+user+">")
 }
@@ -91,13 +98,10 @@ func (d *Decider) authorize(ctx context.Context, req *aah.Request, by aah.Person
 }
 
 // matcher matches one Slack user against user ids, emails and user group
-// ids, looking up the user's email and group members only when an entry
-// needs them.
+// ids, looking up emails and group members only when an entry needs them.
 type matcher struct {
-	dir      Directory
-	user     string
-	email    string
-	hasEmail bool
+	dir  Directory
+	user string
 }
 
 func (m *matcher) any(ctx context.Context, entries []string) (bool, error) {
@@ -125,14 +129,11 @@ func (m *matcher) match(ctx context.Context, entry string) (bool, error) {
 		}
 		return slices.Contains(members, m.user), nil
 	case aah.IsEmail(entry):
-		if !m.hasEmail {
-			email, err := m.dir.UserEmail(ctx, m.user)
-			if err != nil {
-				return false, fmt.Errorf("look up the email of %s: %w", m.user, err)
-			}
-			m.email, m.hasEmail = email, true
+		id, err := m.dir.UserIDByEmail(ctx, strings.ToLower(entry))
+		if err != nil {
+			return false, fmt.Errorf("look up the Slack user of an email: %w", err)
 		}
-		return m.email != "" && strings.EqualFold(m.email, entry), nil
+		return id == m.user, nil
 	}
 	return false, nil
 }
