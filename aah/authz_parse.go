@@ -58,24 +58,41 @@ func (p *parser) authorization(n node, r *Request) {
 		}
 	}
 
+	quorum := h.Quorum
+	if quorum == 0 && !p.opts.Stored {
+		quorum = p.opts.Defaults.Quorum
+	}
+	hasApproval := slices.ContainsFunc(r.Data.Decisions, func(d Decision) bool { return d.Type == TypeApproval })
+	if quorum > 1 && hasApproval && len(h.ReviewerGroups) == 0 {
+		// Without a group nobody outside the named people can approve, so a
+		// quorum larger than them could never be met (escalation targets
+		// named by id or email count too; the requester does not, unless
+		// they may approve their own request).
+		selfOK := p.opts.Defaults.AllowSelfApproval
+		if h.AllowSelfApproval != nil {
+			selfOK = *h.AllowSelfApproval
+		}
+		named := namedApprovers(r)
+		if !selfOK {
+			named = slices.DeleteFunc(named, func(s string) bool { return slices.Contains(r.Requester(), s) })
+		}
+		if len(named) > 0 && len(named) < quorum {
+			field := qn
+			if h.Quorum == 0 {
+				field = n.field("reviewers") // the workspace's APPROVAL_QUORUM applies
+			}
+			p.fail(field, "needs %d approvers, but the request names only %d people who may approve", quorum, len(named))
+		}
+	}
 	if h.Quorum <= 1 && len(h.RequiredRoles) == 0 {
 		return
 	}
-	hasApproval := slices.ContainsFunc(r.Data.Decisions, func(d Decision) bool { return d.Type == TypeApproval })
 	if !hasApproval && len(r.Data.Decisions) > 0 {
 		field := qn
 		if h.Quorum <= 1 {
 			field = n.field("required_roles")
 		}
 		p.fail(field, "applies to approval decisions, and this request has none")
-	}
-	if h.Quorum > 1 && len(h.ReviewerGroups) == 0 {
-		// Without a group nobody outside the named people can approve, so a
-		// quorum larger than them could never be met (escalation targets
-		// named by id or email count too).
-		if named := namedApprovers(r); len(named) > 0 && len(named) < h.Quorum {
-			p.fail(qn, "needs %d approvers, but the request names only %d people who may approve", h.Quorum, len(named))
-		}
 	}
 }
 

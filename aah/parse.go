@@ -20,6 +20,9 @@ type ParseOptions struct {
 	// back: checks that depend on when it is read (a deadline that has since
 	// passed) or on the intake's settings are skipped.
 	Stored bool
+	// Defaults are the workspace's sign-off rules, for the check that a
+	// quorum can be met (skipped when Stored: the settings may have changed).
+	Defaults Defaults
 }
 
 // Parse decodes and validates a decision/request document. It reports every

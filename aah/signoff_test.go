@@ -158,3 +158,20 @@ func TestSettle(t *testing.T) {
 		t.Fatalf("after Alice approves again: %+v", s)
 	}
 }
+
+// The quorum check counts the workspace's default quorum, and not the
+// requester, who may not approve their own request.
+func TestQuorumCheckUsesDefaultsAndSkipsRequester(t *testing.T) {
+	t.Parallel()
+	raw := mutated(t, set(slackPath, js(`{"reviewers": ["U0ALICE"]}`)), del(dataPath+".escalation"))
+	matchProblems(t, problemsOf(t, raw, aah.ParseOptions{Now: seedNow, Defaults: aah.Defaults{Quorum: 2}}),
+		[]problem{{slackPath + ".reviewers", "needs 2 approvers, but the request names only 1"}})
+	// Read back from storage the settings may have changed: no such check.
+	mustParse(t, raw, aah.ParseOptions{Now: seedNow, Stored: true, Defaults: aah.Defaults{Quorum: 2}})
+
+	raw = mutated(t, set(slackPath, js(`{"reviewers": ["U0ALICE", "U0RILEY"], "quorum": 2, "requested_by": "U0RILEY"}`)), del(dataPath+".escalation"))
+	matchProblems(t, problemsOf(t, raw, aah.ParseOptions{Now: seedNow}),
+		[]problem{{slackPath + ".quorum", "needs 2 approvers, but the request names only 1"}})
+	raw = mutated(t, set(slackPath, js(`{"reviewers": ["U0ALICE", "U0RILEY"], "quorum": 2, "requested_by": "U0RILEY", "allow_self_approval": true}`)), del(dataPath+".escalation"))
+	mustParse(t, raw, aah.ParseOptions{Now: seedNow})
+}

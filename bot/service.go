@@ -136,7 +136,7 @@ func NewService(d Deps) (*Service, error) {
 		DefaultChannel: cfg.SlackDefaultChannel, MaxBodyBytes: cfg.IntakeMaxBodyBytes, Now: d.Now,
 		Reminders:              aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax},
 		TimerKinds:             kinds(jobHandlers),
-		AllowInsecureCallbacks: cfg.CallbackAllowPrivate, Jobs: runner,
+		AllowInsecureCallbacks: cfg.CallbackAllowPrivate, Jobs: runner, Defaults: cfg.Policy().Defaults,
 		Metrics: webhook.NewMetrics(d.Registry), Logger: d.Logger.With("component", "intake"),
 	})
 	if err != nil {

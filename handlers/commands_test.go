@@ -33,6 +33,9 @@ func (noDecisions) Submit(context.Context, string, aah.Person) (decide.Outcome, 
 	return decide.Outcome{}, nil
 }
 func (noDecisions) Check(context.Context, string, aah.Person, string) error { return nil }
+func (noDecisions) Reject(context.Context, string, []string, aah.Person, string) (decide.Outcome, error) {
+	return decide.Outcome{}, nil
+}
 
 type noRequests struct{}
 

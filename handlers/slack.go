@@ -28,6 +28,8 @@ type Decisions interface {
 	Answer(ctx context.Context, requestID string, by aah.Person, values map[string]any) (decide.Outcome, error)
 	Comment(ctx context.Context, requestID, decisionID string, by aah.Person, text string) (decide.Outcome, error)
 	Submit(ctx context.Context, requestID string, by aah.Person) (decide.Outcome, error)
+	// Reject rejects approval decisions with a reason, in one update.
+	Reject(ctx context.Context, requestID string, decisionIDs []string, by aah.Person, reason string) (decide.Outcome, error)
 	// Check refuses (with a *decide.Refusal) a person who may not take
 	// action ("answer" or "comment") on the request, before a modal opens.
 	Check(ctx context.Context, requestID string, by aah.Person, action string) error

@@ -60,9 +60,8 @@ func (s *Slack) viewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 	}
 }
 
-// rejectWithReason records the reason as the person's comment on each
-// decision it rejects (one, or every approval decision for RequestScope),
-// then the rejection, which the decider accepts only with that comment.
+// rejectWithReason rejects one decision, or every approval decision for
+// RequestScope, with the reason as the person's comment on each: one update.
 func (s *Slack) rejectWithReason(ctx context.Context, ref blocks.ModalRef, by aah.Person, reason string) *viewErrors {
 	if strings.TrimSpace(reason) == "" {
 		return fieldErrors(blocks.BlockComment, "Say why you reject it.")
@@ -80,14 +79,7 @@ func (s *Slack) rejectWithReason(ctx context.Context, ref blocks.ModalRef, by aa
 			}
 		}
 	}
-	values := map[string]any{}
-	for _, id := range ids {
-		if out, err := s.opts.Decisions.Comment(ctx, ref.RequestID, id, by, reason); err != nil {
-			return s.reply(ctx, blocks.BlockComment, "reject", ref, by, out, err)
-		}
-		values[id] = false
-	}
-	out, err := s.opts.Decisions.Answer(ctx, ref.RequestID, by, values)
+	out, err := s.opts.Decisions.Reject(ctx, ref.RequestID, ids, by, reason)
 	return s.reply(ctx, blocks.BlockComment, "reject", ref, by, out, err)
 }
 

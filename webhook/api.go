@@ -44,6 +44,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// AllowInsecureCallbacks accepts http:// and private response URLs.
 	AllowInsecureCallbacks bool
+	// Defaults are the workspace's sign-off rules: intake refuses a request
+	// whose quorum its named people could never meet.
+	Defaults aah.Defaults
 	// Reminders is the reminder schedule of requests that do not set their
 	// own (extensions.slack.reminders); Max 0 sends none.
 	Reminders aah.ReminderPlan

@@ -102,7 +102,8 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 func (a *API) validate(raw []byte) (req *aah.Request, doc json.RawMessage, hash string, probs []aah.FieldError) {
 	tree, err := aah.Decode(raw)
 	if err == nil {
-		req, err = aah.ParseDecoded(tree, aah.ParseOptions{Now: a.opts.Now(), AllowInsecureCallbacks: a.opts.AllowInsecureCallbacks})
+		req, err = aah.ParseDecoded(tree, aah.ParseOptions{Now: a.opts.Now(), AllowInsecureCallbacks: a.opts.AllowInsecureCallbacks,
+			Defaults: a.opts.Defaults})
 	}
 	var verr *aah.ValidationError
 	if errors.As(err, &verr) {

@@ -82,6 +82,29 @@ type Outcome struct {
 // Answer records values for one or more decisions (several: "approve all")
 // by one person. values holds typed values by decision id.
 func (d *Decider) Answer(ctx context.Context, requestID string, by aah.Person, values map[string]any) (Outcome, error) {
+	return d.answer(ctx, requestID, by, values, "")
+}
+
+// Reject rejects approval decisions with the person's reason, in one
+// update: the reason becomes their comment on each decision (and their
+// sign-off's reason), so it can neither be lost to a concurrent change nor
+// outlive a refused rejection.
+func (d *Decider) Reject(ctx context.Context, requestID string, decisionIDs []string, by aah.Person, reason string) (Outcome, error) {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return Outcome{}, &Refusal{Reason: "Say why you reject it.", Field: "comment", Rule: RuleRequireReason}
+	}
+	if utf8.RuneCountInString(reason) > aah.MaxTextLength {
+		return Outcome{}, &Refusal{Reason: "A reason holds at most 3000 characters.", Field: "comment", Rule: RuleInvalid}
+	}
+	values := make(map[string]any, len(decisionIDs))
+	for _, id := range decisionIDs {
+		values[id] = false
+	}
+	return d.answer(ctx, requestID, by, values, reason)
+}
+
+func (d *Decider) answer(ctx context.Context, requestID string, by aah.Person, values map[string]any, reason string) (Outcome, error) {
 	return d.act(ctx, requestID, by, "answer", func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
 		if err := g.mayDecide(); err != nil {
 			return nil, err
@@ -99,7 +122,7 @@ func (d *Decider) Answer(ctx context.Context, requestID string, by aah.Person, v
 				return nil, &Refusal{Reason: fmt.Sprintf("%s: %v", dec.Prompt, err), Field: "value", Rule: RuleInvalid}
 			}
 			prev, had := answers[id]
-			a, data, err := g.answer(dec, prev, v, by, now)
+			a, data, err := g.answer(dec, prev, v, by, now, reason)
 			if err != nil {
 				return nil, err
 			}
@@ -133,7 +156,7 @@ func (d *Decider) Answer(ctx context.Context, requestID string, by aah.Person, v
 // the decision's answer (and is kept when the value changes later).
 func (d *Decider) Comment(ctx context.Context, requestID, decisionID string, by aah.Person, text string) (Outcome, error) {
 	text = strings.TrimSpace(text)
-	return d.act(ctx, requestID, by, "comment", func(rec store.Record, req *aah.Request, _ grant, out *Outcome) (*store.Change, error) {
+	return d.act(ctx, requestID, by, "comment", func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
 		if _, ok := req.Decision(decisionID); !ok {
 			return nil, &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", decisionID), Rule: RuleInvalid}
 		}
@@ -143,6 +166,12 @@ func (d *Decider) Comment(ctx context.Context, requestID, decisionID string, by 
 		a := rec.Answers[decisionID]
 		if a.Comment == text {
 			return nil, nil
+		}
+		if g.rules.RequireReason && a.Value == false && a.CommentBy.ID == a.By.ID && a.Comment != "" && by.ID != a.By.ID {
+			// The rejection's required reason belongs to the person who
+			// rejected; nobody else may replace it.
+			return nil, &Refusal{Reason: fmt.Sprintf("<@%s> rejected this with a reason, which stays with their rejection; "+
+				"only they can change it.", a.By.ID), Field: "comment", Rule: RuleRequireReason}
 		}
 		prev := a.Comment
 		a.DecisionID, a.Comment, a.CommentBy = decisionID, text, by
@@ -174,7 +203,9 @@ func (d *Decider) Submit(ctx context.Context, requestID string, by aah.Person) (
 			switch {
 			case dec.Required:
 				missing = append(missing, dec.Prompt)
-			case dec.HasDefault():
+			case dec.HasDefault() && !(dec.Type == aah.TypeApproval && g.rules.Gated() && dec.Default == true):
+				// A default may reject a gated approval, never approve it:
+				// that would skip its quorum and roles. It stays unanswered.
 				a := answers[dec.ID]
 				a.DecisionID, a.Value, a.Defaulted, a.At = dec.ID, dec.Default, true, time.Time{}
 				answers[dec.ID] = a
@@ -263,21 +294,28 @@ func (d *Decider) act(ctx context.Context, requestID string, by aah.Person, acti
 func (d *Decider) authorityOver(ctx context.Context, requestID string, by aah.Person) (authority, error) {
 	rec, err := d.store.Get(ctx, requestID)
 	if err != nil {
-		return authority{}, err
+		return authority{}, fmt.Errorf("read request %s: %w", requestID, err)
 	}
 	if !rec.Status.Open() {
-		return authority{}, nil
+		return authority{closed: true}, nil
 	}
 	req, err := parseStored(rec)
 	if err != nil {
 		return authority{}, err
 	}
+	// Slack's 3 s covers the lookups and the ack (and a modal's trigger id
+	// expires with it): past the budget the click is refused, to be retried.
+	ctx, cancel := context.WithTimeout(ctx, authorizeBudget)
+	defer cancel()
 	auth, err := d.authorize(ctx, req, by)
 	if err != nil {
 		return authority{}, fmt.Errorf("check who may decide %s: %w", requestID, err)
 	}
 	return auth, nil
 }
+
+// authorizeBudget bounds the Slack lookups one authorization may wait for.
+const authorizeBudget = 2 * time.Second
 
 // Check reports whether by may take action ("answer" or "comment") on the
 // request now, before a modal is opened for it: a *Refusal (audited like a

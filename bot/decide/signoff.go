@@ -31,16 +31,23 @@ func (g grant) mayDecide() error {
 // answer is the answer to dec after by gives value v, with its audit data;
 // nil when it changes nothing (the same person repeating themselves). An
 // approval decision under gated rules collects by's sign-off and settles
-// from all of them; any other decision takes the latest answer.
-func (g grant) answer(dec aah.Decision, prev aah.Answer, v any, by aah.Person, now time.Time) (*aah.Answer, map[string]any, error) {
+// from all of them; any other decision takes the latest answer. reason, given
+// with a rejection, becomes by's comment on the decision in the same answer.
+func (g grant) answer(dec aah.Decision, prev aah.Answer, v any, by aah.Person, now time.Time, reason string) (*aah.Answer, map[string]any, error) {
+	data := map[string]any{"decision_id": dec.ID, "value": v}
+	sameReason := true
+	if reason != "" && v == false {
+		sameReason = prev.Comment == reason && prev.CommentBy.ID == by.ID
+		prev.Comment, prev.CommentBy = reason, by
+		data["reason"] = reason
+	}
 	ownComment := prev.CommentBy.ID == by.ID && strings.TrimSpace(prev.Comment) != ""
 	if v == false && g.rules.RequireReason && !ownComment {
 		return nil, nil, &Refusal{Reason: fmt.Sprintf("Say why you reject “%s”: this request needs a reason "+
 			"for every rejection. Use Reject again and fill in the reason.", dec.Prompt), Field: "comment", Rule: RuleRequireReason}
 	}
-	data := map[string]any{"decision_id": dec.ID, "value": v}
-	if dec.Type != aah.TypeApproval || !g.rules.Gated() {
-		if prev.Answered() && reflect.DeepEqual(prev.Value, v) && prev.By.ID == by.ID {
+	if !g.gated(dec) {
+		if sameReason && prev.Answered() && reflect.DeepEqual(prev.Value, v) && prev.By.ID == by.ID {
 			return nil, nil, nil
 		}
 		a := aah.Answer{DecisionID: dec.ID, Value: v, By: by, At: now}
@@ -52,7 +59,7 @@ func (g grant) answer(dec aah.Decision, prev aah.Answer, v any, by aah.Person, n
 		return &a, data, nil
 	}
 	approved := v.(bool)
-	if i := slices.IndexFunc(prev.Signoffs, func(s aah.Signoff) bool { return s.By.ID == by.ID }); i >= 0 && prev.Signoffs[i].Approved == approved {
+	if i := slices.IndexFunc(prev.Signoffs, func(s aah.Signoff) bool { return s.By.ID == by.ID }); i >= 0 && prev.Signoffs[i].Approved == approved && sameReason {
 		return nil, nil, nil
 	}
 	so := aah.Signoff{By: by, Approved: approved, Roles: g.auth.roles, At: now}
@@ -71,3 +78,6 @@ func (g grant) answer(dec aah.Decision, prev aah.Answer, v any, by aah.Person, n
 	data["settled"] = a.Value
 	return &a, data, nil
 }
+
+// gated reports whether dec collects sign-offs.
+func (g grant) gated(dec aah.Decision) bool { return dec.Type == aah.TypeApproval && g.rules.Gated() }
