@@ -1,6 +1,7 @@
-// Command click acts in a local approvalbot as a Slack user would, until the
-// browser sandbox exists: it sends Slack-shaped interaction payloads, signed
-// with the v0 scheme, to the bot's /slack/interactions.
+// Command click acts in a local approvalbot as a Slack user would, from a
+// terminal or a script (the browser sandbox at /sandbox/ does the same by
+// hand): it sends Slack-shaped interaction payloads, signed with the v0
+// scheme, to the bot's /slack/interactions.
 //
 //	go run ./examples/click -request aah_decision_abc123 -user U0ALICE approve d1
 //	go run ./examples/click -request aah_decision_abc123 -user U0BOB select d3 next_week
