@@ -228,13 +228,18 @@ func (d *Decider) Submit(ctx context.Context, requestID string, by aah.Person) (
 
 // open parses an open request the person may decide; a closed one, or a
 // person who may not decide it, is a Refusal saying why.
-func (d *Decider) open(rec store.Record, by aah.Person, auth authority) (*aah.Request, error) {
+//
+// req is the request as parsed when authority was worked out (a request's
+// document never changes after intake), or nil.
+func (d *Decider) open(rec store.Record, req *aah.Request, by aah.Person, auth authority) (*aah.Request, error) {
 	if !rec.Status.Open() {
 		return nil, &Refusal{Reason: closedReason(rec), Rule: RuleClosed}
 	}
-	req, err := parseStored(rec)
-	if err != nil {
-		return nil, err
+	if req == nil {
+		var err error
+		if req, err = parseStored(rec); err != nil {
+			return nil, err
+		}
 	}
 	if !auth.allowed(rec.Mentions, rec.EscalatedTo, by.ID) {
 		return nil, &Refusal{Reason: "Only the people this request names (its reviewers, reviewer groups and " +
@@ -269,7 +274,7 @@ func closedReason(rec store.Record) string {
 // commit; any other error aborts the update.
 func (d *Decider) act(ctx context.Context, requestID string, by aah.Person, action string,
 	decide func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error)) (Outcome, error) {
-	auth, err := d.authorityOver(ctx, requestID, by)
+	auth, parsed, err := d.authorityOver(ctx, requestID, by)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -277,7 +282,7 @@ func (d *Decider) act(ctx context.Context, requestID string, by aah.Person, acti
 	var f refusal
 	rec, err := d.store.Update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
 		out, f = Outcome{}, refusal{}
-		req, err := d.open(rec, by, auth)
+		req, err := d.open(rec, parsed, by, auth)
 		if err == nil {
 			var ch *store.Change
 			if ch, err = decide(rec, req, grant{auth: auth, rules: req.Rules(d.policy.Defaults)}, &out); err == nil {
@@ -290,18 +295,19 @@ func (d *Decider) act(ctx context.Context, requestID string, by aah.Person, acti
 }
 
 // authorityOver works out what by may do on the request, before it is
-// changed (see authority). A closed request needs no lookups: open refuses it.
-func (d *Decider) authorityOver(ctx context.Context, requestID string, by aah.Person) (authority, error) {
+// changed (see authority), and returns the request as parsed for it. A
+// closed request needs no lookups: open refuses it.
+func (d *Decider) authorityOver(ctx context.Context, requestID string, by aah.Person) (authority, *aah.Request, error) {
 	rec, err := d.store.Get(ctx, requestID)
 	if err != nil {
-		return authority{}, fmt.Errorf("read request %s: %w", requestID, err)
+		return authority{}, nil, fmt.Errorf("read request %s: %w", requestID, err)
 	}
 	if !rec.Status.Open() {
-		return authority{closed: true}, nil
+		return authority{closed: true}, nil, nil
 	}
 	req, err := parseStored(rec)
 	if err != nil {
-		return authority{}, err
+		return authority{}, nil, err
 	}
 	// Slack's 3 s covers the lookups and the ack (and a modal's trigger id
 	// expires with it): past the budget the click is refused, to be retried.
@@ -309,9 +315,9 @@ func (d *Decider) authorityOver(ctx context.Context, requestID string, by aah.Pe
 	defer cancel()
 	auth, err := d.authorize(ctx, req, by)
 	if err != nil {
-		return authority{}, fmt.Errorf("check who may decide %s: %w", requestID, err)
+		return authority{}, nil, fmt.Errorf("check who may decide %s: %w", requestID, err)
 	}
-	return auth, nil
+	return auth, req, nil
 }
 
 // authorizeBudget bounds the Slack lookups one authorization may wait for.
