@@ -326,6 +326,7 @@ const rendererCases = `(() => {
     date: MD.mrkdwn("<!date^1771236000^{date_num} {date_long} {time}|fallback> <!date^1771236000^{date_short_pretty}|f>", md),
     quote: MD.mrkdwn("&gt; quoted\nplain", md),
     pre: MD.mrkdwn("` + "```*not bold*```" + `", md),
+    unsafe: MD.mrkdwn("<javascript:alert(1)|click> <!date^1771236000^{date_num}^javascript:alert(2)|d> <b onmouseover=x>", md),
     header: q(".bk-header").textContent,
     fields: [...el.querySelectorAll(".bk-field")].map((f) => f.innerHTML).join("|"),
     accessory: q(".bk-accessory select").value,
@@ -348,12 +349,18 @@ func checkRenderer(t *testing.T, ctx context.Context) {
 	if err != nil {
 		t.Fatalf("render in the page: %v", err)
 	}
+	// Messages must never carry script into the page: links with other
+	// schemes than http(s) and mailto are shown as text.
+	if u := got["unsafe"]; strings.Contains(u, "javascript:") || strings.Contains(u, "<a ") || strings.Contains(u, "<b on") {
+		t.Errorf("unsafe links render as %q", got["unsafe"])
+	}
 	for key, want := range map[string][]string{
 		"bold":       {"<b>bold</b>", "<i>it</i>", "<s>st</s>", "<code>co*de*</code>", "&lt;b&gt; &amp;"},
 		"tokens":     {`class="mention me" data-user="U0ALICE">@alice<`, ">#ops<", ">@leads<", ">@here<", `href="https://x.test/a"`, ">a@b.test<"},
 		"date":       {"2026-02-16 Monday, February 16th, 2026 10:00 AM", "Feb 16, 2026"},
 		"quote":      {"<blockquote>quoted</blockquote>plain"},
 		"pre":        {"<pre>*not bold*</pre>"},
+		"unsafe":     {"click", "2026-02-16", "b onmouseover=x"},
 		"header":     {"Title 🎉"},
 		"fields":     {"<b>F1</b>|F2"},
 		"accessory":  {"b"},

@@ -53,7 +53,7 @@ const BK = (() => {
       onclick: async (ev) => {
         ev.preventDefault();
         if (el.confirm && !(await ctx.confirm(el.confirm))) return;
-        if (el.url) window.open(el.url, "_blank", "noopener");
+        if (el.url && MD.safeURL(el.url)) window.open(el.url, "_blank", "noopener");
         ctx.act(block, el, {});
       },
     }, ids(block, el)));
@@ -227,7 +227,10 @@ const BK = (() => {
         if (st.strike) s = `<s>${s}</s>`;
         return s;
       }
-      if (x.type === "link") return `<a href="${MD.esc(x.url)}" target="_blank" rel="noopener">${MD.esc(x.text || x.url)}</a>`;
+      if (x.type === "link") {
+        if (!MD.safeURL(x.url)) return MD.esc(x.text || x.url);
+        return `<a href="${MD.esc(x.url)}" target="_blank" rel="noopener">${MD.esc(x.text || x.url)}</a>`;
+      }
       if (x.type === "user") return MD.mrkdwn(`<@${x.user_id}>`, ctx.md);
       if (x.type === "channel") return MD.mrkdwn(`<#${x.channel_id}>`, ctx.md);
       if (x.type === "emoji") return MD.plain(`:${x.name}:`);

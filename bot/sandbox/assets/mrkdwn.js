@@ -112,7 +112,7 @@ const MD = (() => {
       if (!Number.isFinite(unix) || parts.length < 2) return esc(unescape(label || body));
       const text = esc(formatDate(unix, unescape(parts[1]), ctx && ctx.now));
       const title = esc(new Date(unix * 1000).toString());
-      if (parts[2]) return `<a href="${esc(unescape(parts[2]))}" target="_blank" rel="noopener" title="${title}">${text}</a>`;
+      if (parts[2] && safeURL(unescape(parts[2]))) return `<a href="${esc(unescape(parts[2]))}" target="_blank" rel="noopener" title="${title}">${text}</a>`;
       return `<time datetime="${new Date(unix * 1000).toISOString()}" title="${title}">${text}</time>`;
     }
     if (target.startsWith("!")) {
@@ -120,7 +120,7 @@ const MD = (() => {
       return `<span class="mention broadcast">@${esc(label || what)}</span>`;
     }
     const url = unescape(target);
-    if (!/^(https?:|mailto:)/i.test(url)) return esc(unescape(label || target));
+    if (!safeURL(url)) return esc(unescape(label || target));
     // Local permalinks open here, in the sandbox.
     const local = url.match(/\/sandbox\/archives\/([^/]+)\/(p\d+)/);
     const href = local ? `#/c/${local[1]}/${local[2]}` : url;
@@ -177,5 +177,9 @@ const MD = (() => {
     return plain(obj.text, obj.emoji);
   }
 
-  return { mrkdwn, plain, text, esc, formatDate, EMOJI };
+  // safeURL: only web and mail links are followed; a javascript: (or any
+  // other scheme) URL in a message must never run in the sandbox's page.
+  function safeURL(u) { return /^(https?:|mailto:)/i.test(String(u || "")); }
+
+  return { mrkdwn, plain, text, esc, formatDate, safeURL, EMOJI };
 })();
