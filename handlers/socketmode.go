@@ -30,6 +30,18 @@ const maxSocketAck = 20*1024 - 128
 // slack-go's buffer.
 const maxSocketInflight = 64
 
+// socketAckWait bounds how long an ack may wait for room in slack-go's send
+// queue. It is not cut short by shutdown: an envelope whose effect is
+// recorded should still be acked, or the person who clicked sees an error
+// and a submitted modal stays open. Slack has given up on the ack after 3 s.
+const socketAckWait = 3 * time.Second
+
+// socketAckFlush is how long the connection stays open, on shutdown, after
+// the last ack was queued. slack-go writes acks from a queue on its own
+// goroutine and has no flush: cancelling its connection drops what is still
+// queued. Writing an ack takes far less.
+const socketAckFlush = 250 * time.Millisecond
+
 // SocketOptions configure a SocketMode runner.
 type SocketOptions struct {
 	Logger   *slog.Logger
@@ -47,6 +59,7 @@ type SocketMode struct {
 	log       *slog.Logger
 	backoff   time.Duration
 	connected atomic.Bool
+	lastAck   atomic.Int64 // when an ack was last queued, Unix nanoseconds
 	gauge     prometheus.Gauge
 	connects  prometheus.Counter
 }
@@ -83,17 +96,26 @@ func NewSocketMode(s *Slack, api *slack.Client, opts SocketOptions) (*SocketMode
 // Connected reports whether the Socket Mode connection is open now.
 func (m *SocketMode) Connected() bool { return m.connected.Load() }
 
-// Run connects and handles envelopes until ctx ends, then waits for the
-// envelopes in progress. slack-go reconnects when Slack asks or the
-// connection dies; when it gives up (a refused token), Run starts it again
-// after a growing pause.
+// Run connects and handles envelopes until ctx ends. Then it stops taking
+// envelopes, lets those in progress finish and ack, and only then closes
+// the connection. slack-go reconnects when Slack asks or the connection
+// dies; when it gives up (a refused token), Run starts it again after a
+// growing pause.
 func (m *SocketMode) Run(ctx context.Context) error {
 	client := socketmode.New(m.api, socketmode.OptionLog(slog.NewLogLogger(m.log.Handler(), slog.LevelDebug)))
-	var wg sync.WaitGroup
-	wg.Go(func() { m.keepConnected(ctx, client) })
+	// The connection has its own context: closing it with ctx would drop
+	// the acks of the envelopes still being handled.
+	connCtx, closeConn := context.WithCancel(context.WithoutCancel(ctx))
+	defer closeConn()
+	var conn, inflight sync.WaitGroup
+	conn.Go(func() { m.keepConnected(connCtx, client) })
 	sem := make(chan struct{}, maxSocketInflight)
 	defer func() {
-		wg.Wait()
+		m.log.InfoContext(ctx, "socket mode stopping: finishing the envelopes in progress", "in_progress", len(sem))
+		inflight.Wait()
+		m.flushAcks(ctx)
+		closeConn()
+		conn.Wait()
 		m.setConnected(ctx, false, "stopped")
 	}()
 	for {
@@ -108,14 +130,24 @@ func (m *SocketMode) Run(ctx context.Context) error {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				return nil
+				return nil // not acked: Slack delivers it again
 			}
-			wg.Go(func() {
+			inflight.Go(func() {
 				defer func() { <-sem }()
 				m.handle(ctx, client, ev)
 			})
 		}
 	}
+}
+
+// flushAcks waits until the acks queued lately had time to be written.
+func (m *SocketMode) flushAcks(ctx context.Context) {
+	wait := time.Until(time.Unix(0, m.lastAck.Load()).Add(socketAckFlush))
+	if wait <= 0 {
+		return
+	}
+	time.Sleep(wait)
+	m.log.DebugContext(ctx, "socket mode acks flushed", "waited", wait)
 }
 
 // keepConnected runs the client until ctx ends, restarting it when it
@@ -222,11 +254,15 @@ func (m *SocketMode) handle(ctx context.Context, client *socketmode.Client, ev s
 			m.s.respond(ctx, responseURL, blocks.Message{Text: reply.Text, Blocks: reply.Blocks}, false)
 		})
 	}
-	if err := client.AckCtx(ctx, env.EnvelopeID, payload); err != nil {
+	// Not ctx: on shutdown the connection stays open for this ack (Run).
+	ackCtx, cancelAck := context.WithTimeout(context.WithoutCancel(ctx), socketAckWait)
+	defer cancelAck()
+	if err := client.AckCtx(ackCtx, env.EnvelopeID, payload); err != nil {
 		m.log.WarnContext(ctx, "could not ack a socket mode envelope; Slack will deliver it again",
 			"envelope_id", env.EnvelopeID, "type", kind, "err", err)
 		return
 	}
+	m.lastAck.Store(time.Now().UnixNano())
 	m.s.metrics.ack.WithLabelValues(kind).Observe(time.Since(start).Seconds())
 }
 
