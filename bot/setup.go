@@ -100,6 +100,7 @@ func NewSlack(cfg Config, m *Metrics, log *slog.Logger, logOut io.Writer) (Slack
 		Workspace:      &ws,
 		EnforcePacing:  true,
 		StrictTriggers: true,
+		MaxCalls:       5000, // the sandbox's API log shows the latest
 		PermalinkBase:  sandboxURL,
 		OnMessage: func(msg slackemu.Message) {
 			verb := "posted"

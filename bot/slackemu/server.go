@@ -42,6 +42,10 @@ type Options struct {
 	// EventBuffer is the channel capacity of each Subscribe channel
 	// (default 1024).
 	EventBuffer int
+	// MaxCalls bounds the call log (Calls, RecentCalls): past it the oldest
+	// calls are dropped, so a long-running local mode does not grow without
+	// end. 0 keeps every call (tests count them).
+	MaxCalls int
 }
 
 const (
@@ -64,6 +68,7 @@ type Server struct {
 	onMessage     func(Message)
 	now           func() time.Time
 	eventBuffer   int
+	maxCalls      int // Options.MaxCalls
 
 	mu             sync.Mutex
 	st             store
@@ -95,6 +100,7 @@ func New(opts Options) *Server {
 		onMessage:      opts.OnMessage,
 		now:            opts.Now,
 		eventBuffer:    opts.EventBuffer,
+		maxCalls:       opts.MaxCalls,
 		faults:         map[string][]*fault{},
 		pacing:         opts.EnforcePacing,
 		pacingInterval: opts.PacingInterval,
@@ -197,6 +203,11 @@ func (s *Server) handle(req *apiRequest, parseErr string) result {
 		call.Response, _ = json.Marshal(string(res.body))
 	}
 	s.st.calls = append(s.st.calls, call)
+	if limit := s.maxCalls; limit > 0 && len(s.st.calls) > limit+limit/4 {
+		// Trim in batches, copying into a fresh slice so the dropped
+		// calls' memory is released.
+		s.st.calls = append([]Call(nil), s.st.calls[len(s.st.calls)-limit:]...)
+	}
 	s.publish(Event{Type: EventAPICall, At: req.now, Call: ptr(copyCall(call))})
 	s.notify()
 	return res
