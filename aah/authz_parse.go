@@ -73,8 +73,8 @@ func (p *parser) authorization(n node, r *Request) {
 			selfOK = *h.AllowSelfApproval
 		}
 		named := namedApprovers(r)
-		if !selfOK {
-			named = slices.DeleteFunc(named, func(s string) bool { return slices.Contains(r.Requester(), s) })
+		if requester := r.Requester(); !selfOK {
+			named = slices.DeleteFunc(named, func(s string) bool { return slices.Contains(requester, s) })
 		}
 		if len(named) > 0 && len(named) < quorum {
 			field := qn

@@ -180,7 +180,7 @@ func (r *renderer) controls(d aah.Decision, a aah.Answer, answered bool, details
 		approve := slack.NewButtonBlockElement(ActionApprove, "true", plainText("Approve"))
 		approve.Style = slack.StylePrimary
 		rejectAction := ActionReject
-		if r.req.Rules(r.st.Defaults).RequireReason {
+		if r.rules.RequireReason {
 			rejectAction = ActionRejectReason
 		}
 		reject := slack.NewButtonBlockElement(rejectAction, "false", plainText("Reject"))

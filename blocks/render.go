@@ -44,13 +44,14 @@ type Message struct {
 // Render builds the message for a request in a given state. Open requests
 // carry interactive controls; closed ones show the outcome and none.
 func Render(req *aah.Request, st State) Message {
-	r := renderer{req: req, st: st}
+	r := renderer{req: req, st: st, rules: req.Rules(st.Defaults)}
 	return Message{Text: r.fallbackText(), Blocks: r.blocks()}
 }
 
 type renderer struct {
 	req       *aah.Request
 	st        State
+	rules     aah.Rules // the request's sign-off rules over st.Defaults
 	truncated bool
 }
 
@@ -213,7 +214,7 @@ func (r *renderer) requestActions() *slack.ActionBlock {
 		all.Confirm = confirm("Approve all?", fmt.Sprintf("This approves all %d approval decisions. Other decisions are not changed.", approvals), "Approve all")
 		none := slack.NewButtonBlockElement(ActionRejectAll, RequestScope, plainText(fmt.Sprintf("Reject all %d", approvals)))
 		none.Confirm = confirm("Reject all?", fmt.Sprintf("This rejects all %d approval decisions. Other decisions are not changed.", approvals), "Reject all")
-		if r.req.Rules(r.st.Defaults).RequireReason {
+		if r.rules.RequireReason {
 			// The reason modal asks for confirmation itself.
 			none = slack.NewButtonBlockElement(ActionRejectAllReason, RequestScope, plainText(fmt.Sprintf("Reject all %d", approvals)))
 		}

@@ -14,7 +14,7 @@ const signoffBudget = 400
 // several approvals or required roles, e.g.
 // "legal ✅ <@U1> · marketing ⏳ · 1 of 2 approvals"; "" for any other.
 func (r *renderer) signoffText(d aah.Decision, a aah.Answer) string {
-	rules := r.req.Rules(r.st.Defaults)
+	rules := r.rules
 	if d.Type != aah.TypeApproval || !rules.Gated() || a.Defaulted || a.TimedOut {
 		return ""
 	}
