@@ -22,7 +22,13 @@ type SlackAPI interface {
 	UpdateMessageContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, string, error)
 	GetPermalinkContext(ctx context.Context, params *slack.PermalinkParameters) (string, error)
 	GetUserByEmailContext(ctx context.Context, email string) (*slack.User, error)
-	GetUserGroupMembersContext(ctx context.Context, userGroup string, options ...slack.GetUserGroupMembersOption) ([]string, error)
+}
+
+// People resolves emails and user groups to Slack users; *Directory
+// implements it (sharing its cache with authorization).
+type People interface {
+	UserIDByEmail(ctx context.Context, email string) (string, error)
+	GroupMembers(ctx context.Context, groupID string) ([]string, error)
 }
 
 // Records is the request state the poster reads and writes; *store.Store
@@ -52,6 +58,10 @@ type PosterOptions struct {
 	Logger        *slog.Logger
 	// Defaults are the workspace's sign-off rules, shown in messages.
 	Defaults aah.Defaults
+	// People resolves the members of reviewer groups and roles, filed in
+	// the reviewer index when a request is posted; nil files only people
+	// named by user id.
+	People People
 }
 
 // Poster posts request messages and keeps them in sync with the request.
@@ -237,8 +247,9 @@ func (p *Poster) members(ctx context.Context, req *aah.Request) []string {
 		switch {
 		case aah.IsSlackUserID(e):
 			out = append(out, e)
+		case p.opts.People == nil:
 		case aah.IsSlackGroupID(e):
-			users, err := p.opts.Slack.GetUserGroupMembersContext(ctx, e)
+			users, err := p.opts.People.GroupMembers(ctx, e)
 			if err != nil {
 				p.log.WarnContext(ctx, "user group not resolved; its members will not see the request in their lists",
 					"request_id", req.Artifact.ID, "group", e, "err", err)
@@ -246,12 +257,14 @@ func (p *Poster) members(ctx context.Context, req *aah.Request) []string {
 			}
 			out = append(out, users...)
 		case aah.IsEmail(e):
-			u, err := p.opts.Slack.GetUserByEmailContext(ctx, e)
+			id, err := p.opts.People.UserIDByEmail(ctx, e)
 			if err != nil {
 				p.log.WarnContext(ctx, "role member's email not resolved", "request_id", req.Artifact.ID, "err", err)
 				continue
 			}
-			out = append(out, u.ID)
+			if id != "" {
+				out = append(out, id)
+			}
 		}
 	}
 	return out

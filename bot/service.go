@@ -72,11 +72,13 @@ func NewService(d Deps) (*Service, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	decider := decide.NewDecider(d.Store, decide.Options{Now: d.Now, Policy: cfg.Policy(),
-		Directory: NewDirectory(d.Slack, cfg.DirectoryCacheTTL, d.Registry)})
+	// One directory: the poster's lookups warm the cache authorization reads.
+	directory := NewDirectory(d.Slack, cfg.DirectoryCacheTTL, d.Registry)
+	decider := decide.NewDecider(d.Store, decide.Options{Now: d.Now, Policy: cfg.Policy(), Directory: directory})
 	poster, err := NewPoster(PosterOptions{
 		Slack: d.Slack, Records: d.Store, PostInterval: cfg.SlackPostInterval, RateLimitHold: d.RateLimitHold,
 		Metrics: d.Metrics, Logger: d.Logger.With("component", "poster"), Defaults: cfg.Policy().Defaults,
+		People: directory,
 	})
 	if err != nil {
 		return nil, err
