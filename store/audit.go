@@ -26,7 +26,8 @@ type AuditEvent struct {
 
 // AuditEntry is one link of a hash chain. Each request has a chain of its
 // events; each shard has a global chain whose entries reference request
-// entries. Hash covers every other field, Prev included, so changing,
+// entries (and hold refused intakes, which have no request; see
+// AuditIntakeRefusal). Hash covers every other field, Prev included, so changing,
 // removing or reordering an entry breaks every later hash.
 type AuditEntry struct {
 	Seq       int64          `json:"seq"`
@@ -155,6 +156,12 @@ func (s *Store) VerifyAll(ctx context.Context) (VerifyReport, error) {
 		}
 		chains := map[string][]AuditEntry{}
 		for _, g := range global {
+			if g.EntryHash == "" && g.Event == EventIntakeRefused {
+				// A standalone entry (a refused intake, see
+				// AuditIntakeRefusal): no request chain holds it, and the
+				// chain's hashes, checked above, cover it.
+				continue
+			}
 			if _, seen := chains[g.RequestID]; !seen {
 				entries, err := s.readChain(ctx, s.keys.auditRequest(g.RequestID))
 				if err != nil {

@@ -131,3 +131,72 @@ func TestAuditTruncationIsDetected(t *testing.T) {
 		t.Errorf("VerifyAll problems = %v, want the request's and the shard's truncation", rep.Problems)
 	}
 }
+
+// A refused intake has no request, so it is audited as a standalone entry
+// of the global chain of its shard, between the request entries there: it
+// verifies with them, and editing it is caught like editing any link.
+func TestIntakeRefusalsAreAudited(t *testing.T) {
+	t.Parallel()
+	st, id, keyOf := auditFixture(t, "k1")
+	ctx := context.Background()
+	refusal := store.IntakeRefusal{ArtifactID: id, Agent: "planner", BodyHash: "abc123", Rule: "policy_floor",
+		Problems: []string{"extensions.slack.quorum: 1 is below the workspace's APPROVAL_QUORUM=2"}}
+	if err := st.AuditIntakeRefusal(ctx, refusal); err != nil {
+		t.Fatal(err)
+	}
+	// A request after it in the same shard chains on from it.
+	if _, err := st.Update(ctx, id, func(store.Record) (*store.Change, error) {
+		return &store.Change{Audit: []store.AuditEvent{{Event: "click_refused", Actor: "human:U0MALLORY"}}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AuditIntakeRefusal(ctx, store.IntakeRefusal{Agent: "planner", BodyHash: "def456", Rule: "no_deciders"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.IntakeRefusals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("IntakeRefusals = %+v, want 2", got)
+	}
+	var first store.AuditEntry
+	for _, e := range got {
+		if e.RequestID == id {
+			first = e
+		}
+	}
+	if first.Actor != "agent:planner" || first.Data["rule"] != "policy_floor" || first.Data["body_hash"] != "abc123" {
+		t.Errorf("refusal entry = %+v", first)
+	}
+	if _, err := st.Get(ctx, "def456"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a refused request was stored: %v", err)
+	}
+	rep, err := st.VerifyAll(ctx)
+	if err != nil || len(rep.Problems) != 0 || rep.Requests != 1 {
+		t.Fatalf("VerifyAll = %+v, %v", rep, err)
+	}
+
+	// Rewrite the refusal's rule in place: its hash no longer matches.
+	rdb, _ := redistest.Client(t)
+	raw, err := rdb.LRange(ctx, keyOf("audit"), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range raw {
+		var e store.AuditEntry
+		if err := json.Unmarshal([]byte(r), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Event == store.EventIntakeRefused {
+			e.Data["rule"] = "nothing to see"
+			b, _ := json.Marshal(e)
+			if err := rdb.LSet(ctx, keyOf("audit"), int64(i), string(b)).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if rep, _ := st.VerifyAll(ctx); len(rep.Problems) == 0 {
+		t.Error("VerifyAll did not notice an edited refusal")
+	}
+}

@@ -31,7 +31,8 @@ const Shards = 16
 //	<p>:{sNN}:jobs:attempts            hash    job id -> attempts so far
 //	<p>:{sNN}:jobs:dead                list    dead-lettered jobs (JSON), newest first, capped
 //	<p>:{sNN}:audit:<id>               list    the request's audit chain (JSON entries), oldest first
-//	<p>:{sNN}:audit                    list    the shard's global audit chain, oldest first
+//	<p>:{sNN}:audit                    list    the shard's global audit chain, oldest first (with the
+//	                                           standalone intake_refused entries of refused requests)
 //	<p>:{sNN}:audit:head               string  "<seq>:<hash>" of the shard's global chain
 //	<p>:{sNN}:deliveries:<id>          list    callback delivery attempts (JSON), oldest first, capped
 //	<p>:pace:<channel>                 string  exists while a channel may not be posted to
