@@ -58,9 +58,12 @@ func (p *parser) authorization(n node, r *Request) {
 		}
 	}
 
-	quorum := h.Quorum
-	if quorum == 0 && !p.opts.Stored {
-		quorum = p.opts.Defaults.Quorum
+	quorum, selfOK := h.Quorum, h.AllowSelfApproval != nil && *h.AllowSelfApproval
+	if !p.opts.Stored {
+		// The workspace's rules as they apply to this request (a floor,
+		// unless its agent may loosen them; see Request.Rules).
+		rules := r.Rules(p.opts.Defaults)
+		quorum, selfOK = rules.Quorum, rules.AllowSelfApproval
 	}
 	hasApproval := slices.ContainsFunc(r.Data.Decisions, func(d Decision) bool { return d.Type == TypeApproval })
 	if quorum > 1 && hasApproval && len(h.ReviewerGroups) == 0 {
@@ -68,17 +71,13 @@ func (p *parser) authorization(n node, r *Request) {
 		// quorum larger than them could never be met (escalation targets
 		// named by id or email count too; the requester does not, unless
 		// they may approve their own request).
-		selfOK := p.opts.Defaults.AllowSelfApproval
-		if h.AllowSelfApproval != nil {
-			selfOK = *h.AllowSelfApproval
-		}
 		named := namedApprovers(r)
 		if requester := r.Requester(); !selfOK {
 			named = slices.DeleteFunc(named, func(s string) bool { return slices.Contains(requester, s) })
 		}
 		if len(named) > 0 && len(named) < quorum {
 			field := qn
-			if h.Quorum == 0 {
+			if h.Quorum != quorum {
 				field = n.field("reviewers") // the workspace's APPROVAL_QUORUM applies
 			}
 			p.fail(field, "needs %d approvers, but the request names only %d people who may approve", quorum, len(named))

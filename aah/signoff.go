@@ -2,6 +2,7 @@ package aah
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -33,12 +34,28 @@ type Signoff struct {
 	At       time.Time `json:"at"`
 }
 
-// Defaults are the workspace-wide rules (configuration) that a request's
-// extensions.slack fields override.
+// Defaults are the workspace-wide rules (configuration). They are a floor:
+// a request's extensions.slack fields may tighten them (a higher quorum, a
+// required reason, no self-approval), never loosen them, unless the operator
+// lets the request's agent do so (OverrideAgents; see For). Otherwise the
+// agent being supervised could choose its own supervision.
 type Defaults struct {
 	Quorum            int  // approvals each approval decision needs; 0 means 1
 	AllowSelfApproval bool // may the requester decide their own request
 	RequireReason     bool // must a rejection carry a reason
+	// OverrideAgents are the agents (intake token names) whose requests may
+	// set looser rules than these.
+	OverrideAgents []string
+	// MayLoosen says the request at hand comes from one of OverrideAgents:
+	// its fields then replace these rules. Set it with For.
+	MayLoosen bool
+}
+
+// For returns the defaults that apply to a request of agent: MayLoosen is
+// set when the operator granted the agent the right to loosen them.
+func (d Defaults) For(agent string) Defaults {
+	d.MayLoosen = agent != "" && slices.Contains(d.OverrideAgents, agent)
+	return d
 }
 
 // Rules are the effective sign-off rules of a request: its extensions.slack
@@ -50,20 +67,70 @@ type Rules struct {
 	RequireReason     bool
 }
 
-// Rules returns the request's effective sign-off rules.
+// Rules returns the request's effective sign-off rules: the workspace's,
+// tightened by the request's fields (or replaced by them when def.MayLoosen).
+// Evaluated against the configuration in force when the request is decided,
+// so a request accepted under looser settings gains no authority from them.
 func (r *Request) Rules(def Defaults) Rules {
 	out := Rules{Quorum: max(def.Quorum, 1), Roles: r.Slack.RequiredRoles,
 		AllowSelfApproval: def.AllowSelfApproval, RequireReason: def.RequireReason}
-	if r.Slack.Quorum > 0 {
-		out.Quorum = r.Slack.Quorum
+	s := r.Slack
+	if def.MayLoosen {
+		if s.Quorum > 0 {
+			out.Quorum = s.Quorum
+		}
+		if s.AllowSelfApproval != nil {
+			out.AllowSelfApproval = *s.AllowSelfApproval
+		}
+		if s.RequireReason != nil {
+			out.RequireReason = *s.RequireReason
+		}
+		return out
 	}
-	if r.Slack.AllowSelfApproval != nil {
-		out.AllowSelfApproval = *r.Slack.AllowSelfApproval
+	out.Quorum = max(out.Quorum, s.Quorum)
+	if s.AllowSelfApproval != nil {
+		out.AllowSelfApproval = out.AllowSelfApproval && *s.AllowSelfApproval
 	}
-	if r.Slack.RequireReason != nil {
-		out.RequireReason = *r.Slack.RequireReason
+	if s.RequireReason != nil {
+		out.RequireReason = out.RequireReason || *s.RequireReason
 	}
 	return out
+}
+
+// Loosening is one sign-off rule a request sets looser than the workspace's.
+type Loosening struct {
+	Field string // e.g. "extensions.slack.quorum"
+	Asked string // what the request says, e.g. "1"
+	// Floor is what the workspace requires, e.g. "2".
+	Floor string
+}
+
+// Loosenings lists the sign-off rules the request sets looser than def;
+// none when def.MayLoosen. Rules(def) ignores them; intake refuses them, so
+// an agent learns at once that it cannot lower the bar.
+func (r *Request) Loosenings(def Defaults) []Loosening {
+	if def.MayLoosen {
+		return nil
+	}
+	var out []Loosening
+	s := r.Slack
+	if s.Quorum > 0 && s.Quorum < max(def.Quorum, 1) {
+		out = append(out, Loosening{Field: "extensions.slack.quorum", Asked: strconv.Itoa(s.Quorum), Floor: strconv.Itoa(def.Quorum)})
+	}
+	if s.AllowSelfApproval != nil && *s.AllowSelfApproval && !def.AllowSelfApproval {
+		out = append(out, Loosening{Field: "extensions.slack.allow_self_approval", Asked: "true", Floor: "false"})
+	}
+	if s.RequireReason != nil && !*s.RequireReason && def.RequireReason {
+		out = append(out, Loosening{Field: "extensions.slack.require_reason", Asked: "false", Floor: "true"})
+	}
+	return out
+}
+
+// NamesDeciders reports whether the request names who may decide it
+// (reviewers, reviewer_groups or required_roles). One that does not is
+// decided by the workspace's default reviewers, never by anyone.
+func (r *Request) NamesDeciders() bool {
+	return len(r.Slack.Reviewers) > 0 || len(r.Slack.ReviewerGroups) > 0 || len(r.Slack.RequiredRoles) > 0
 }
 
 // Gated reports whether approval decisions collect sign-offs (several

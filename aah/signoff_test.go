@@ -33,7 +33,7 @@ func TestAuthorizationFieldsParse(t *testing.T) {
 	if !reflect.DeepEqual(h.RequiredRoles, want) {
 		t.Errorf("roles = %+v, want %+v", h.RequiredRoles, want)
 	}
-	rules := req.Rules(aah.Defaults{})
+	rules := req.Rules(aah.Defaults{AllowSelfApproval: true})
 	if rules.Quorum != 2 || !rules.AllowSelfApproval || !rules.RequireReason || !rules.Gated() {
 		t.Errorf("rules = %+v", rules)
 	}
@@ -108,9 +108,51 @@ func TestDefaultsApplyWhenRequestIsSilent(t *testing.T) {
 	if r := req.Rules(aah.Defaults{Quorum: 3, AllowSelfApproval: true, RequireReason: true}); r.Quorum != 3 || !r.Gated() || !r.AllowSelfApproval || !r.RequireReason {
 		t.Errorf("workspace defaults not applied: %+v", r)
 	}
-	req = mustParse(t, mutated(t, set(slackPath, js(`{"quorum": 1, "allow_self_approval": false, "require_reason": false}`))), aah.ParseOptions{Now: seedNow})
-	if r := req.Rules(aah.Defaults{Quorum: 3, AllowSelfApproval: true, RequireReason: true}); r.Quorum != 1 || r.AllowSelfApproval || r.RequireReason {
-		t.Errorf("request fields do not override defaults: %+v", r)
+}
+
+// The workspace's rules are a floor: a request may tighten them, never
+// loosen them, unless its agent is granted the right (Defaults.For).
+func TestWorkspaceRulesAreAFloor(t *testing.T) {
+	t.Parallel()
+	strict := aah.Defaults{Quorum: 2, RequireReason: true, OverrideAgents: []string{"trusted"}}
+	lax := aah.Defaults{Quorum: 1, AllowSelfApproval: true, OverrideAgents: []string{"trusted"}}
+	loosen := `{"reviewer_groups": ["S0LEADS"], "quorum": 1, "allow_self_approval": true, "require_reason": false}`
+	tighten := `{"reviewer_groups": ["S0LEADS"], "quorum": 3, "allow_self_approval": false, "require_reason": true}`
+	for _, tc := range []struct {
+		name   string
+		slack  string
+		def    aah.Defaults
+		agent  string
+		want   aah.Rules
+		loosen []string // fields Loosenings names
+	}{
+		{"loosening ignored", loosen, strict, "planner", aah.Rules{Quorum: 2, RequireReason: true},
+			[]string{slackPath + ".quorum", slackPath + ".allow_self_approval", slackPath + ".require_reason"}},
+		{"loosening granted", loosen, strict, "trusted", aah.Rules{Quorum: 1, AllowSelfApproval: true}, nil},
+		{"tightening applies", tighten, lax, "planner", aah.Rules{Quorum: 3, RequireReason: true}, nil},
+		{"tightening applies to the granted too", tighten, lax, "trusted", aah.Rules{Quorum: 3, RequireReason: true}, nil},
+		{"same as the workspace", `{"reviewer_groups": ["S0LEADS"], "quorum": 2, "require_reason": true, "allow_self_approval": false}`, strict, "planner",
+			aah.Rules{Quorum: 2, RequireReason: true}, nil},
+		{"no agent is never granted", loosen, aah.Defaults{Quorum: 2, OverrideAgents: []string{""}}, "", aah.Rules{Quorum: 2},
+			[]string{slackPath + ".quorum", slackPath + ".allow_self_approval"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			req := mustParse(t, mutated(t, set(slackPath, js(tc.slack))), aah.ParseOptions{Now: seedNow, Stored: true})
+			def := tc.def.For(tc.agent)
+			got := req.Rules(def)
+			got.Roles = nil
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Rules = %+v, want %+v", got, tc.want)
+			}
+			var fields []string
+			for _, l := range req.Loosenings(def) {
+				fields = append(fields, l.Field)
+			}
+			if !reflect.DeepEqual(fields, tc.loosen) {
+				t.Errorf("Loosenings fields = %v, want %v", fields, tc.loosen)
+			}
+		})
 	}
 }
 
@@ -172,6 +214,15 @@ func TestQuorumCheckUsesDefaultsAndSkipsRequester(t *testing.T) {
 	raw = mutated(t, set(slackPath, js(`{"reviewers": ["U0ALICE", "U0RILEY"], "quorum": 2, "requested_by": "U0RILEY"}`)), del(dataPath+".escalation"))
 	matchProblems(t, problemsOf(t, raw, aah.ParseOptions{Now: seedNow}),
 		[]problem{{slackPath + ".quorum", "needs 2 approvers, but the request names only 1"}})
+	// Asking for self-approval counts the requester only where the
+	// workspace allows it, or the agent may loosen its rules.
 	raw = mutated(t, set(slackPath, js(`{"reviewers": ["U0ALICE", "U0RILEY"], "quorum": 2, "requested_by": "U0RILEY", "allow_self_approval": true}`)), del(dataPath+".escalation"))
-	mustParse(t, raw, aah.ParseOptions{Now: seedNow})
+	matchProblems(t, problemsOf(t, raw, aah.ParseOptions{Now: seedNow}),
+		[]problem{{slackPath + ".quorum", "needs 2 approvers, but the request names only 1"}})
+	mustParse(t, raw, aah.ParseOptions{Now: seedNow, Defaults: aah.Defaults{AllowSelfApproval: true}})
+	mustParse(t, raw, aah.ParseOptions{Now: seedNow, Defaults: aah.Defaults{MayLoosen: true}})
+	// A quorum below the workspace's is checked at the workspace's.
+	raw = mutated(t, set(slackPath, js(`{"reviewers": ["U0ALICE"], "quorum": 1}`)), del(dataPath+".escalation"))
+	matchProblems(t, problemsOf(t, raw, aah.ParseOptions{Now: seedNow, Defaults: aah.Defaults{Quorum: 2}}),
+		[]problem{{slackPath + ".reviewers", "needs 2 approvers, but the request names only 1"}})
 }

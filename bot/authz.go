@@ -1,9 +1,29 @@
 package bot
 
 import (
+	"slices"
+
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/bot/decide"
+	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/webhook"
 )
+
+// LocalDefaultReviewers decide, in local mode with the built-in sandbox
+// workspace, the requests that name nobody when DEFAULT_REVIEWERS and
+// DEFAULT_REVIEWER_GROUPS are unset: Alice and Bob, the workspace's
+// reviewers. Everyone else (Mallory, the requester) is refused there, as
+// they would be in production.
+var LocalDefaultReviewers = []string{slackemu.UserAlice, slackemu.UserBob}
+
+// applyLocalReviewers sets local mode's default reviewers. With a workspace
+// of your own (SANDBOX_WORKSPACE) nobody is assumed: set DEFAULT_REVIEWERS,
+// or requests that name nobody are refused as in production.
+func (c *Config) applyLocalReviewers() {
+	if c.SandboxWorkspace == "" && len(c.DefaultReviewers) == 0 && len(c.DefaultReviewerGroups) == 0 {
+		c.DefaultReviewers = slices.Clone(LocalDefaultReviewers)
+	}
+}
 
 // validateAuthorization checks the workspace-wide authorization settings.
 func (c *Config) validateAuthorization(add func(format string, args ...any)) {
@@ -22,6 +42,12 @@ func (c *Config) validateAuthorization(add func(format string, args ...any)) {
 			add("DEFAULT_REVIEWER_GROUPS must list Slack user group ids (S…), got %q", g)
 		}
 	}
+	for _, a := range c.PolicyOverrideAgents {
+		local := c.LocalMode() && c.tokens.Len() == 0 && a == webhook.AnonymousAgent
+		if !c.tokens.Has(a) && !local {
+			add("POLICY_OVERRIDE_AGENTS must list agents named in INTAKE_TOKENS, got %q", a)
+		}
+	}
 	if c.ApprovalQuorum < 1 || c.ApprovalQuorum > aah.MaxQuorum {
 		add("APPROVAL_QUORUM must be from 1 to %d", aah.MaxQuorum)
 	}
@@ -34,7 +60,7 @@ func (c *Config) validateAuthorization(add func(format string, args ...any)) {
 func (c Config) Policy() decide.Policy {
 	return decide.Policy{
 		Defaults: aah.Defaults{Quorum: c.ApprovalQuorum, AllowSelfApproval: c.AllowSelfApproval,
-			RequireReason: c.RequireReason},
+			RequireReason: c.RequireReason, OverrideAgents: c.PolicyOverrideAgents},
 		Admins: c.AdminUsers, Reviewers: c.DefaultReviewers, ReviewerGroups: c.DefaultReviewerGroups,
 	}
 }

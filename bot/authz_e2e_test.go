@@ -3,6 +3,7 @@ package bot_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -115,10 +116,11 @@ func TestUnauthorizedClicksRefusedByEachRule(t *testing.T) {
 		}
 	})
 	t.Run("self-approval", func(t *testing.T) {
-		id := h.postAndWait(approvalRequest(t, "authz-self", map[string]any{"requested_by": "requester@example.com"}))
+		id := h.postAndWait(approvalRequest(t, "authz-self", map[string]any{"requested_by": "requester@example.com",
+			"reviewers": []any{requester.id, bob.id}}))
 		ok(t, h.click(requester, id, "ship", button(blocks.ActionApprove, "true")))
 		refusedWith(t, h, id, requester, "someone else has to make it", "self_approval")
-		// Commenting stays open to the requester, and anyone else may decide.
+		// Commenting stays open to the requester, and the other reviewer may decide.
 		ok(t, h.submitModal(requester, blocks.ModalComment, blocks.ModalRef{RequestID: id, DecisionID: "ship", Channel: "C0APPROVALS"},
 			map[string]map[string]any{"comment": {"text": textInput("Please hurry")}}))
 		ok(t, h.click(bob, id, "ship", button(blocks.ActionApprove, "true")))
@@ -126,11 +128,12 @@ func TestUnauthorizedClicksRefusedByEachRule(t *testing.T) {
 			t.Errorf("after Bob approves: %s %+v", rec.Status, rec.Answers["ship"])
 		}
 	})
-	t.Run("self-approval allowed", func(t *testing.T) {
-		id := h.postAndWait(approvalRequest(t, "authz-self-ok", map[string]any{"requested_by": requester.id, "allow_self_approval": true}))
-		ok(t, h.click(requester, id, "ship", button(blocks.ActionApprove, "true")))
-		if rec := answersOf(t, h, id); rec.Status != "resolved" {
-			t.Errorf("allowed self-approval: status %s", rec.Status)
+	t.Run("self-approval asked where the workspace forbids it", func(t *testing.T) {
+		// ALLOW_SELF_APPROVAL is false and agent pm is not granted the right
+		// to loosen it (TestPolicyFloorAtIntakeAndDecision covers the grant).
+		r := h.post(approvalRequest(t, "authz-self-ok", map[string]any{"requested_by": requester.id, "allow_self_approval": true}))
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "extensions.slack.allow_self_approval") {
+			t.Errorf("POST: %d %s, want 400 naming allow_self_approval", r.Status, r.Body)
 		}
 	})
 }
@@ -141,7 +144,7 @@ func TestWorkspacePolicy(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *configT, _ *depsT) {
 		c.AdminUsers = []string{morgan.id}
-		c.DefaultReviewerGroups = []string{slackemu.UserGroupLeads}
+		c.DefaultReviewers, c.DefaultReviewerGroups = nil, []string{slackemu.UserGroupLeads}
 		c.RequireReason = true
 	})
 	h.startJobs()
@@ -152,7 +155,7 @@ func TestWorkspacePolicy(t *testing.T) {
 	}
 	silent := h.postAndWait(approvalRequest(t, "policy-default", map[string]any{}))
 	ok(t, h.click(bob, silent, "ship", button(blocks.ActionApprove, "true")))
-	refusedWith(t, h, silent, bob, "Only the people this request names", "reviewer")
+	refusedWith(t, h, silent, bob, "This request names no reviewers", "reviewer")
 	ok(t, h.click(alice, silent, "ship", button(blocks.ActionReject, "false")))
 	refusedWith(t, h, silent, alice, "Say why you reject", "require_reason")
 }

@@ -54,6 +54,11 @@ type Config struct {
 	RequireReason         bool          `envconfig:"REQUIRE_REASON" default:"false"`
 	DirectoryCacheTTL     time.Duration `envconfig:"DIRECTORY_CACHE_TTL" default:"5m"`
 
+	// PolicyOverrideAgents are the agents (INTAKE_TOKENS names) whose
+	// requests may loosen APPROVAL_QUORUM, ALLOW_SELF_APPROVAL and
+	// REQUIRE_REASON; for every other agent they are a floor.
+	PolicyOverrideAgents []string `envconfig:"POLICY_OVERRIDE_AGENTS"`
+
 	ReminderInterval time.Duration `envconfig:"REMINDER_INTERVAL" default:"4h"`
 	ReminderMax      int           `envconfig:"REMINDER_MAX" default:"3"`
 
@@ -95,6 +100,7 @@ func LoadConfig() (Config, error) {
 			c.SlackSigningSecret = LocalSigningSecret
 		}
 		c.CallbackAllowPrivate = true
+		c.applyLocalReviewers()
 	}
 	return c, c.validate()
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,6 +73,9 @@ func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *s
 		JobLease:             10 * time.Second,
 		JobMaxAttempts:       5,
 		JobPollInterval:      20 * time.Millisecond,
+		// Who decides requests that name nobody, as in local mode: without
+		// anyone, intake refuses them.
+		DefaultReviewers: slices.Clone(bot.LocalDefaultReviewers),
 	}
 	cfg, err := cfg.WithTokens("pm:" + tokenPM + ",other:" + tokenOther)
 	if err != nil {

@@ -56,7 +56,8 @@ type PosterOptions struct {
 	RateLimitHold time.Duration
 	Metrics       *Metrics
 	Logger        *slog.Logger
-	// Defaults are the workspace's sign-off rules, shown in messages.
+	// Defaults are the workspace's sign-off rules, shown in messages (as
+	// they apply to each request's agent: Defaults.For).
 	Defaults aah.Defaults
 	// People resolves the members of reviewer groups and roles, filed in
 	// the reviewer index when a request is posted; nil files only people
@@ -222,7 +223,7 @@ func (p *Poster) load(ctx context.Context, id string) (store.Record, *aah.Reques
 
 func stateOf(rec store.Record, defaults aah.Defaults) blocks.State {
 	st := blocks.State{Status: rec.Status, Version: rec.Version, ReceivedAt: rec.ReceivedAt, Mentions: rec.Mentions,
-		Answers: rec.Answers, ResolvedBy: rec.ResolvedBy, EscalatedTo: escalationMentions(rec), Defaults: defaults}
+		Answers: rec.Answers, ResolvedBy: rec.ResolvedBy, EscalatedTo: escalationMentions(rec), Defaults: defaults.For(rec.Agent)}
 	switch {
 	case !rec.WithdrawnAt.IsZero():
 		st.ClosedAt = rec.WithdrawnAt

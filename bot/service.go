@@ -139,7 +139,8 @@ func NewService(d Deps) (*Service, error) {
 		Reminders:              aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax},
 		TimerKinds:             kinds(jobHandlers),
 		AllowInsecureCallbacks: cfg.CallbackAllowPrivate, Jobs: runner, Defaults: cfg.Policy().Defaults,
-		Metrics: webhook.NewMetrics(d.Registry), Logger: d.Logger.With("component", "intake"),
+		DecidesUnnamed: cfg.Policy().DecidesUnnamed(),
+		Metrics:        webhook.NewMetrics(d.Registry), Logger: d.Logger.With("component", "intake"),
 	})
 	if err != nil {
 		stopChanges()

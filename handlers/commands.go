@@ -166,7 +166,7 @@ func (s *Slack) show(ctx context.Context, id string) blocks.Message {
 		return blocks.Notice(":warning: The request could not be loaded; please try again.")
 	}
 	st := blocks.State{Status: rec.Status, Version: rec.Version, ReceivedAt: rec.ReceivedAt, Mentions: rec.Mentions,
-		Answers: rec.Answers, ResolvedBy: rec.ResolvedBy, Defaults: s.opts.Defaults}
+		Answers: rec.Answers, ResolvedBy: rec.ResolvedBy, Defaults: s.opts.Defaults.For(rec.Agent)}
 	for _, u := range rec.EscalatedTo {
 		st.EscalatedTo = append(st.EscalatedTo, "<@"+u+">")
 	}

@@ -207,7 +207,7 @@ func (s *Slack) listItems(ctx context.Context, recs []store.Record) []blocks.Lis
 		}
 		out = append(out, blocks.ListItem{ID: rec.ID, Version: rec.Version, Agent: rec.Agent, Request: req,
 			Status: rec.Status, ReceivedAt: rec.ReceivedAt, Answers: rec.Answers, Permalink: rec.Slack.Permalink,
-			Defaults: s.opts.Defaults})
+			Defaults: s.opts.Defaults.For(rec.Agent)})
 	}
 	return out
 }

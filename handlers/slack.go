@@ -78,7 +78,8 @@ type Options struct {
 	// Requests, when it implements HomeStore. Without it (or Lists),
 	// /slack/events is not served.
 	Home HomeStore
-	// Defaults are the workspace's sign-off rules, shown by "show".
+	// Defaults are the workspace's sign-off rules, shown by "show" (as they
+	// apply to each request's agent: Defaults.For).
 	Defaults aah.Defaults
 }
 

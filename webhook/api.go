@@ -26,6 +26,7 @@ type Store interface {
 	Redeliver(ctx context.Context, id, actor string) (store.Record, error)
 	Audit(ctx context.Context, id string) ([]store.AuditEntry, error)
 	VerifyChain(name string, entries []store.AuditEntry) error
+	AuditIntakeRefusal(ctx context.Context, r store.IntakeRefusal) error
 }
 
 // DefaultMaxBodyBytes bounds an intake body unless Options say otherwise.
@@ -45,8 +46,15 @@ type Options struct {
 	// AllowInsecureCallbacks accepts http:// and private response URLs.
 	AllowInsecureCallbacks bool
 	// Defaults are the workspace's sign-off rules: intake refuses a request
-	// whose quorum its named people could never meet.
+	// that sets them looser (unless its agent is one of
+	// Defaults.OverrideAgents), or whose quorum its named people could
+	// never meet.
 	Defaults aah.Defaults
+	// DecidesUnnamed says the workspace names who decides requests that
+	// name nobody (DEFAULT_REVIEWERS, DEFAULT_REVIEWER_GROUPS or
+	// ADMIN_USERS). Without it such requests are refused: nobody named
+	// never means anyone.
+	DecidesUnnamed bool
 	// Reminders is the reminder schedule of requests that do not set their
 	// own (extensions.slack.reminders); Max 0 sends none.
 	Reminders aah.ReminderPlan

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -53,6 +54,11 @@ func ParseTokens(spec string) (Tokens, error) {
 		t.entries = append(t.entries, tokenEntry{agent: name, sum: sha256.Sum256([]byte(token))})
 	}
 	return t, nil
+}
+
+// Has reports whether agent is the name of a configured token.
+func (t Tokens) Has(agent string) bool {
+	return slices.ContainsFunc(t.entries, func(e tokenEntry) bool { return e.agent == agent })
 }
 
 // Len is the number of configured tokens.

@@ -37,7 +37,8 @@ func (memStore) Redeliver(context.Context, string, string) (store.Record, error)
 func (memStore) Audit(context.Context, string) ([]store.AuditEntry, error) {
 	return nil, store.ErrNotFound
 }
-func (memStore) VerifyChain(string, []store.AuditEntry) error { return nil }
+func (memStore) VerifyChain(string, []store.AuditEntry) error                  { return nil }
+func (memStore) AuditIntakeRefusal(context.Context, store.IntakeRefusal) error { return nil }
 
 // fuzzNow is the moment of the seed example: its deadline is the next day.
 var fuzzNow = time.Date(2026, 2, 16, 10, 0, 0, 0, time.UTC)
@@ -148,7 +149,7 @@ func FuzzIntake(f *testing.F) {
 			}
 		}
 
-		req, doc, hash, probs := a.validate(raw)
+		req, doc, hash, probs := a.validate(raw, AnonymousAgent)
 		if len(probs) > 0 {
 			if req != nil || doc != nil || hash != "" {
 				t.Fatalf("validate returned problems and a result")
@@ -193,7 +194,7 @@ func FuzzIntake(f *testing.F) {
 		// With an id of its own, the same body re-indented is the same request:
 		// same stored document, same hash (an idempotent retry).
 		if rawTree := decodeTree(t, raw).(map[string]any); rawTree["artifact"].(map[string]any)["id"] != nil {
-			req2, doc2, hash2, probs2 := a.validate(indent(t, raw))
+			req2, doc2, hash2, probs2 := a.validate(indent(t, raw), AnonymousAgent)
 			if len(probs2) > 0 || !bytes.Equal(doc2, doc) || hash2 != hash || !reflect.DeepEqual(req2, req) {
 				t.Fatalf("re-indented body validates differently: %v\n%q\n%q", probs2, doc, doc2)
 			}
@@ -223,7 +224,7 @@ func TestValidateSeedExample(t *testing.T) {
 	t.Parallel()
 	a := newFuzzAPI(t)
 	seed := readSeed(t)
-	req, doc, hash, probs := a.validate(seed)
+	req, doc, hash, probs := a.validate(seed, AnonymousAgent)
 	if len(probs) > 0 {
 		t.Fatalf("seed example refused: %+v", probs)
 	}
@@ -235,13 +236,13 @@ func TestValidateSeedExample(t *testing.T) {
 	if !bytes.Equal(doc, compacted.Bytes()) {
 		t.Errorf("stored document is not the compacted body:\n%s", doc)
 	}
-	if _, _, hash2, _ := a.validate(indent(t, seed)); hash2 != hash {
+	if _, _, hash2, _ := a.validate(indent(t, seed), AnonymousAgent); hash2 != hash {
 		t.Errorf("re-indented body hashes differently")
 	}
 
 	// Without an id, one is generated and written into the stored document.
 	noID := bytes.Replace(seed, []byte(`"id": "aah_decision_abc123",`), nil, 1)
-	req, doc, _, probs = a.validate(noID)
+	req, doc, _, probs = a.validate(noID, AnonymousAgent)
 	if len(probs) > 0 {
 		t.Fatalf("seed without id refused: %+v", probs)
 	}

@@ -35,8 +35,10 @@ type links struct {
 
 func selfLink(id string) string { return "/v1/requests/" + id }
 
-// create is POST /v1/requests: validate, store with its Slack post queued
-// (one atomic step), answer 202. It never waits for Slack.
+// create is POST /v1/requests: validate, check the workspace's
+// authorization policy (a refusal is audited, the request not stored),
+// store with its Slack post queued (one atomic step), answer 202. It never
+// waits for Slack.
 func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 	ctx := r.Context()
 	if !isJSON(r.Header.Get("Content-Type")) {
@@ -56,11 +58,15 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		writeError(w, http.StatusBadRequest, "could not read the body: "+err.Error())
 		return
 	}
-	req, doc, hash, probs := a.validate(raw)
+	req, doc, hash, probs := a.validate(raw, agent)
 	if len(probs) > 0 {
 		a.opts.Metrics.intake("invalid")
 		a.log.InfoContext(ctx, "intake: request rejected", "agent", agent, "problems", len(probs), "first_field", probs[0].Field)
 		writeError(w, http.StatusBadRequest, invalidMessage(probs), probs...)
+		return
+	}
+	if rule, probs := a.policyProblems(req, agent); len(probs) > 0 {
+		a.refuseByPolicy(ctx, w, r, raw, agent, rule, probs)
 		return
 	}
 	rec, created, err := a.opts.Store.Create(ctx, store.NewRequest{
@@ -99,11 +105,13 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 
 // validate parses the body, applies the Slack checks and the channel rule,
 // and fills in a generated id. It returns the document to store and its hash.
-func (a *API) validate(raw []byte) (req *aah.Request, doc json.RawMessage, hash string, probs []aah.FieldError) {
+// agent's sign-off rules (the workspace's, or looser when it is granted)
+// decide whether a quorum can be met.
+func (a *API) validate(raw []byte, agent string) (req *aah.Request, doc json.RawMessage, hash string, probs []aah.FieldError) {
 	tree, err := aah.Decode(raw)
 	if err == nil {
 		req, err = aah.ParseDecoded(tree, aah.ParseOptions{Now: a.opts.Now(), AllowInsecureCallbacks: a.opts.AllowInsecureCallbacks,
-			Defaults: a.opts.Defaults})
+			Defaults: a.opts.Defaults.For(agent)})
 	}
 	var verr *aah.ValidationError
 	if errors.As(err, &verr) {

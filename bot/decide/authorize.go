@@ -21,16 +21,27 @@ type Directory interface {
 
 // Policy is the workspace-wide authorization configuration.
 type Policy struct {
-	// Defaults are the sign-off rules a request's extensions.slack overrides.
+	// Defaults are the workspace's sign-off rules: a floor each request may
+	// raise but not lower, unless its agent is one of Defaults.OverrideAgents
+	// (see aah.Request.Rules). They are applied as configured when a person
+	// acts, not as they were when the request arrived.
 	Defaults aah.Defaults
 	// Admins may decide any request (they count towards a quorum but hold
 	// no role they are not a member of).
 	Admins []string
 	// Reviewers and ReviewerGroups decide requests that name nobody who
 	// may decide (no reviewers, reviewer_groups or required_roles). When
-	// they are empty too, anyone who can see the message may decide.
+	// they are empty too, only Admins (and escalation targets, once
+	// escalated to) may decide such a request: nobody named never means
+	// anyone.
 	Reviewers      []string
 	ReviewerGroups []string
+}
+
+// DecidesUnnamed reports whether anyone may decide a request that names
+// nobody (before any escalation): intake refuses such requests otherwise.
+func (p Policy) DecidesUnnamed() bool {
+	return len(p.Reviewers) > 0 || len(p.ReviewerGroups) > 0 || len(p.Admins) > 0
 }
 
 // Refusal rules, recorded in the audit with each refused action.
@@ -46,23 +57,33 @@ const (
 // request is changed: it needs Slack lookups (emails, group members), which
 // must not run inside the optimistic transaction.
 type authority struct {
-	closed     bool     // the request was closed when this was worked out: nobody may act
-	restricted bool     // the request or the workspace names who may decide
-	named      bool     // the person is one of them (user id, email, group or role)
-	admin      bool     // a workspace admin (Policy.Admins)
-	requester  bool     // the person the agent asks for
-	roles      []string // the required roles the person holds
+	closed    bool     // the request was closed when this was worked out: nobody may act
+	named     bool     // the person is one who may decide (user id, email, group or role)
+	admin     bool     // a workspace admin (Policy.Admins)
+	requester bool     // the person the agent asks for
+	roles     []string // the required roles the person holds
 }
 
 // allowed reports whether the person may decide, given the request's
 // reviewer mentions (emails resolved when it was posted) and escalation
-// targets as they are now.
+// targets as they are now. There is no "anyone may": a person must be
+// named, by the request or by the workspace.
 func (a authority) allowed(mentions, escalatedTo []string, user string) bool {
 	if a.closed {
 		return false
 	}
-	return a.admin || !a.restricted || a.named || slices.Contains(escalatedTo, user) ||
+	return a.admin || a.named || slices.Contains(escalatedTo, user) ||
 		slices.Contains(mentions, "<@"+user+">")
+}
+
+// notAllowedReason tells a person who may not decide req who may.
+func notAllowedReason(req *aah.Request) string {
+	if !req.NamesDeciders() {
+		return "This request names no reviewers, so only the workspace's default reviewers and admins " +
+			"(or its escalation contact, once escalated to) can answer it."
+	}
+	return "Only the people this request names (its reviewers, reviewer groups and " +
+		"required roles) or its escalation contact can answer it."
 }
 
 // authorize works out a person's authority over a request. A failed lookup
@@ -73,10 +94,9 @@ func (d *Decider) authorize(ctx context.Context, req *aah.Request, by aah.Person
 	a.admin = slices.Contains(d.policy.Admins, by.ID)
 	h := req.Slack
 	reviewers, groups := h.Reviewers, h.ReviewerGroups
-	if len(reviewers) == 0 && len(groups) == 0 && len(h.RequiredRoles) == 0 {
+	if !req.NamesDeciders() {
 		reviewers, groups = d.policy.Reviewers, d.policy.ReviewerGroups
 	}
-	a.restricted = len(reviewers) > 0 || len(groups) > 0 || len(h.RequiredRoles) > 0
 	var err error
 	if a.named, err = m.any(ctx, slices.Concat(reviewers, groups)); err != nil {
 		return a, err

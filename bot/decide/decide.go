@@ -242,8 +242,7 @@ func (d *Decider) open(rec store.Record, req *aah.Request, by aah.Person, auth a
 		}
 	}
 	if !auth.allowed(rec.Mentions, rec.EscalatedTo, by.ID) {
-		return nil, &Refusal{Reason: "Only the people this request names (its reviewers, reviewer groups and " +
-			"required roles) or its escalation contact can answer it.", Rule: RuleReviewer}
+		return nil, &Refusal{Reason: notAllowedReason(req), Rule: RuleReviewer}
 	}
 	return req, nil
 }
@@ -285,7 +284,7 @@ func (d *Decider) act(ctx context.Context, requestID string, by aah.Person, acti
 		req, err := d.open(rec, parsed, by, auth)
 		if err == nil {
 			var ch *store.Change
-			if ch, err = decide(rec, req, grant{auth: auth, rules: req.Rules(d.policy.Defaults)}, &out); err == nil {
+			if ch, err = decide(rec, req, grant{auth: auth, rules: req.Rules(d.policy.Defaults.For(rec.Agent))}, &out); err == nil {
 				return ch, nil
 			}
 		}
