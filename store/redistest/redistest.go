@@ -53,9 +53,11 @@ func Client(tb testing.TB) (redis.UniversalClient, string) {
 	if err != nil {
 		tb.Fatalf("redistest: parse %q: %v", addr, err)
 	}
-	rdb := redis.NewClient(opts)
+	var rdb *redis.Client
 	if fallback != nil {
 		rdb = fallback.Client() // keys expire on the wall clock, as in Redis
+	} else {
+		rdb = redis.NewClient(opts)
 	}
 	tb.Cleanup(func() { _ = rdb.Close() })
 	prefix := fmt.Sprintf("t%d-%d-%s", os.Getpid(), seq.Add(1), sanitize(tb.Name()))
