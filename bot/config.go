@@ -109,8 +109,13 @@ func LoadConfig() (Config, error) {
 // built-in Slack emulator instead of Slack.
 func (c Config) LocalMode() bool { return c.SlackBotToken == "" }
 
-// EmbeddedRedis is true without REDIS_URL: state lives in process memory.
-func (c Config) EmbeddedRedis() bool { return c.RedisURL == "" }
+// MemoryRedisURL is the REDIS_URL that asks for the embedded in-memory store
+// explicitly, in any mode (production mode refuses an unset REDIS_URL).
+const MemoryRedisURL = "memory://"
+
+// EmbeddedRedis is true without REDIS_URL or with REDIS_URL=memory://:
+// state lives in process memory.
+func (c Config) EmbeddedRedis() bool { return c.RedisURL == "" || c.RedisURL == MemoryRedisURL }
 
 // Tokens are the parsed INTAKE_TOKENS.
 func (c Config) Tokens() webhook.Tokens { return c.tokens }
@@ -148,6 +153,11 @@ func (c *Config) validate() error {
 		if c.CallbackSecret == "" {
 			add("CALLBACK_SECRET is required with SLACK_BOT_TOKEN: decision responses are signed with it (whsec_<base64>)")
 		}
+		if c.RedisURL == "" {
+			add("REDIS_URL is required with SLACK_BOT_TOKEN: without it every request, answer and queued post would live " +
+				"in this process's memory and be lost when it stops. Point it at your Redis (redis://host:port/0), or set " +
+				"REDIS_URL=" + MemoryRedisURL + " to run on the embedded in-memory store anyway")
+		}
 		if c.CallbackSecret == LocalCallbackSecret {
 			add("CALLBACK_SECRET is the public local-mode secret; generate your own for production")
 		}
@@ -155,9 +165,9 @@ func (c *Config) validate() error {
 	if u, err := url.Parse(c.SlackAPIURL); err != nil || !u.IsAbs() || !strings.HasSuffix(u.Path, "/") {
 		add("SLACK_API_URL must be an absolute URL ending in /, e.g. https://slack.com/api/")
 	}
-	if c.RedisURL != "" {
+	if !c.EmbeddedRedis() {
 		if _, err := url.Parse(c.RedisURL); err != nil || !strings.HasPrefix(c.RedisURL, "redis") {
-			add("REDIS_URL must look like redis://[user:password@]host:port/db or rediss://…")
+			add("REDIS_URL must look like redis://[user:password@]host:port/db, rediss://… or " + MemoryRedisURL)
 		}
 	}
 	var l slog.Level

@@ -83,6 +83,46 @@ func TestConfigProduction(t *testing.T) {
 	}
 }
 
+// A real Slack token with no REDIS_URL is refused, saying why and how to opt
+// in to the embedded store (REDIS_URL=memory://), so a production deploy
+// never keeps its state in process memory by accident.
+func TestConfigProductionRefusesAccidentalMemoryStore(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-1-2-3")
+	t.Setenv("SLACK_SIGNING_SECRET", "secret")
+	t.Setenv("INTAKE_TOKENS", "planner:0123456789abcdef0123")
+	t.Setenv("CALLBACK_SECRET", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	_, err := bot.LoadConfig()
+	if err == nil {
+		t.Fatal("SLACK_BOT_TOKEN without REDIS_URL started on the in-memory store")
+	}
+	for _, want := range []string{"REDIS_URL is required with SLACK_BOT_TOKEN", "lost when it stops", "REDIS_URL=memory://"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+
+	// Opting in explicitly is allowed, in production mode and in local mode.
+	t.Setenv("REDIS_URL", "memory://")
+	cfg, err := bot.LoadConfig()
+	if err != nil {
+		t.Fatalf("REDIS_URL=memory:// with a bot token: %v", err)
+	}
+	if cfg.LocalMode() || !cfg.EmbeddedRedis() {
+		t.Errorf("local=%v embedded=%v; want production mode on the embedded store", cfg.LocalMode(), cfg.EmbeddedRedis())
+	}
+	clearEnv(t)
+	t.Setenv("REDIS_URL", "memory://")
+	if cfg, err := bot.LoadConfig(); err != nil || !cfg.LocalMode() || !cfg.EmbeddedRedis() {
+		t.Errorf("REDIS_URL=memory:// in local mode: local=%v embedded=%v, %v", cfg.LocalMode(), cfg.EmbeddedRedis(), err)
+	}
+	// Anything else that is not a redis URL is still refused.
+	t.Setenv("REDIS_URL", "memory://elsewhere")
+	if _, err := bot.LoadConfig(); err == nil || !strings.Contains(err.Error(), "REDIS_URL must look like") {
+		t.Errorf("REDIS_URL=memory://elsewhere: %v", err)
+	}
+}
+
 // With SLACK_APP_TOKEN (Socket Mode) the signing secret may be left out;
 // the token must be an app-level one, and local mode refuses it.
 func TestConfigSocketMode(t *testing.T) {
@@ -91,6 +131,7 @@ func TestConfigSocketMode(t *testing.T) {
 	t.Setenv("SLACK_APP_TOKEN", "xapp-1-A0-1-secretpart")
 	t.Setenv("INTAKE_TOKENS", "planner:0123456789abcdef0123")
 	t.Setenv("CALLBACK_SECRET", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	t.Setenv("REDIS_URL", "redis://127.0.0.1:6379/0")
 	cfg, err := bot.LoadConfig()
 	if err != nil {
 		t.Fatalf("socket mode without a signing secret: %v", err)

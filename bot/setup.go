@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/approvalbot/approvalbot/bot/sandbox"
 	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/store"
 	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
 )
@@ -27,20 +27,26 @@ func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// OpenRedis connects to REDIS_URL, or without it starts an embedded
-// in-process Redis (miniredis) and says loudly that nothing will survive a
-// restart. The returned func releases the connection (and the embedded server).
+// OpenRedis connects to REDIS_URL, or without it (or with
+// REDIS_URL=memory://) starts the embedded in-process store and says loudly
+// that nothing will survive a restart. The embedded store's keys expire on
+// the wall clock, as Redis's do. The returned func releases the connection
+// (and the embedded server).
 func OpenRedis(ctx context.Context, cfg Config, log *slog.Logger) (redis.UniversalClient, func(), error) {
 	if cfg.EmbeddedRedis() {
-		m := miniredis.NewMiniRedis()
-		if err := m.Start(); err != nil {
-			return nil, nil, fmt.Errorf("start embedded redis: %w", err)
+		mem, err := store.StartEmbedded(time.Now)
+		if err != nil {
+			return nil, nil, err
 		}
-		log.WarnContext(ctx, "REDIS_URL is not set: using an EMBEDDED in-memory Redis. "+
+		why := "REDIS_URL is not set"
+		if !cfg.LocalMode() {
+			why = "REDIS_URL=" + MemoryRedisURL + " WITH A REAL SLACK TOKEN"
+		}
+		log.WarnContext(ctx, why+": using an EMBEDDED in-memory Redis. "+
 			"Every request, answer and queued Slack post is LOST when this process stops. "+
-			"Set REDIS_URL for anything but a try-out.", "addr", m.Addr())
-		rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-		return rdb, func() { _ = rdb.Close(); m.Close() }, nil
+			"Set REDIS_URL=redis://host:port/0 for anything but a try-out.", "addr", mem.Addr())
+		rdb := mem.Client()
+		return rdb, func() { _ = rdb.Close(); mem.Close() }, nil
 	}
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
@@ -69,14 +68,19 @@ func realRedis(hooks ...redis.Hook) backend {
 	}
 }
 
-// miniRedis is one in-process miniredis per test, the server of the
-// product's embedded dev mode. It keeps the default prefix.
-func miniRedis(t *testing.T, opts store.Options) *store.Store {
+// embedded is the store local mode runs on (store.StartEmbedded), one
+// server per test, whose keys expire on the test's clock (opts.Now).
+func embedded(t *testing.T, opts store.Options) *store.Store {
 	t.Helper()
-	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb, prefix := redistest.Embedded(t, opts.Now)
+	opts.Prefix = prefix
 	return mustNew(t, rdb, opts)
+}
+
+// backends are both stores the suite must hold on: real Redis, and the
+// embedded store of local mode.
+func backends() map[string]backend {
+	return map[string]backend{"redis": realRedis(), "embedded": embedded}
 }
 
 func mustNew(t *testing.T, rdb redis.UniversalClient, opts store.Options) *store.Store {

@@ -11,7 +11,7 @@ import (
 
 func TestHomeState(t *testing.T) {
 	t.Parallel()
-	for name, b := range map[string]backend{"redis": realRedis(), "miniredis": miniRedis} {
+	for name, b := range backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, b)
@@ -59,7 +59,7 @@ func TestHomeState(t *testing.T) {
 // someone's App Home tab schedule its home job, in the same transaction.
 func TestHomeJobs(t *testing.T) {
 	t.Parallel()
-	for name, b := range map[string]backend{"redis": realRedis(), "miniredis": miniRedis} {
+	for name, b := range backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, b, func(o *store.Options) { o.HomeJobs = true })

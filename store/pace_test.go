@@ -7,8 +7,9 @@ import (
 	"github.com/approvalbot/approvalbot/store"
 )
 
-// Pacing lives in Redis TTLs, not the store's clock, so these tests need a
-// real server (miniredis only expires keys when told to) and real time.
+// Pacing lives in Redis TTLs, not the store's clock, so these tests measure
+// a real server on real time. The embedded store's pacing is checked on a
+// fake clock in TestKeysExpireAfterTheirTTL.
 func TestPace(t *testing.T) {
 	t.Parallel()
 	testPace(t, realRedis())

@@ -17,7 +17,7 @@ import (
 // hold up its whole shard (the runner often claims with max 1).
 func TestClaimStepsOverInFlightDueJobs(t *testing.T) {
 	t.Parallel()
-	for name, newStore := range map[string]backend{"redis": realRedis(), "miniredis": miniRedis} {
+	for name, newStore := range backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, newStore)

@@ -15,17 +15,17 @@ import (
 	"github.com/approvalbot/approvalbot/store"
 )
 
-// TestStore runs the whole suite against real Redis and against miniredis,
-// which runs the same Lua scripts in the product's embedded dev mode.
+// TestStore runs the whole suite against real Redis and against the embedded
+// store (miniredis running the same Lua scripts) of the product's local mode.
 func TestStore(t *testing.T) {
 	t.Parallel()
 	t.Run("redis", func(t *testing.T) {
 		t.Parallel()
 		testSuite(t, realRedis())
 	})
-	t.Run("miniredis", func(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) {
 		t.Parallel()
-		testSuite(t, miniRedis)
+		testSuite(t, embedded)
 	})
 }
 

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/bot"
+	"github.com/approvalbot/approvalbot/examples"
 	"github.com/approvalbot/approvalbot/store"
-	"github.com/approvalbot/approvalbot/store/redistest"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,8 +41,8 @@ func chromiumPath(t *testing.T) string {
 }
 
 // localBot runs approvalbot as `go run ./cmd/approvalbot` does with no
-// configuration (local mode, the sandbox mounted), on a loopback listener,
-// over the test Redis. It returns the base URL.
+// configuration (local mode, the sandbox mounted, the embedded store from
+// bot.OpenRedis), on a loopback listener. It returns the base URL.
 func localBot(t *testing.T) (string, bot.SlackSetup, *store.Store) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -50,8 +50,9 @@ func localBot(t *testing.T) (string, bot.SlackSetup, *store.Store) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "CALLBACK_SECRET", "INTAKE_TOKENS",
-		"SANDBOX_WORKSPACE", "SLACK_DEFAULT_CHANNEL"} {
-		t.Setenv(k, "")
+		"SANDBOX_WORKSPACE", "SLACK_DEFAULT_CHANNEL", "REDIS_URL", "REDIS_PREFIX", "AUDIT_KEY"} {
+		t.Setenv(k, "") // restores the value after the test
+		_ = os.Unsetenv(k)
 	}
 	t.Setenv("LISTEN_ADDR", ln.Addr().String())
 	t.Setenv("JOB_POLL_INTERVAL", "20ms")
@@ -69,8 +70,12 @@ func localBot(t *testing.T) (string, bot.SlackSetup, *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb, prefix := redistest.Client(t)
-	st, err := store.New(rdb, store.Options{Prefix: prefix})
+	rdb, closeRedis, err := bot.OpenRedis(t.Context(), cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeRedis) // after the service's cleanup below: cleanups run last first
+	st, err := store.New(rdb, store.Options{Prefix: cfg.RedisPrefix, AuditKey: []byte(cfg.AuditKey), HomeJobs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,35 +100,40 @@ func localBot(t *testing.T) (string, bot.SlackSetup, *store.Store) {
 	return "http://" + ln.Addr().String(), setup, st
 }
 
-// postExample submits seed 000's example (examples/marketing-strategy.json)
-// with its dates moved to now, so the test does not expire, and its
-// response_url on the sandbox's callback inbox.
-func postExample(t *testing.T, base, id string) {
+// postExample submits seed 000's example as the README's "Try it" says:
+// its first `go run ./examples/submit` recipe, run through the same
+// examples package, aimed at this bot instead of localhost:8080. It returns
+// the request id.
+func postExample(t *testing.T, base string) string {
 	t.Helper()
-	raw, err := os.ReadFile("../../examples/marketing-strategy.json")
+	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
+	recipes := examples.ReadmeRecipes(readme)
+	if len(recipes) == 0 {
+		t.Fatalf("the README has no %s recipe", examples.SubmitCommand)
 	}
-	now := time.Now().UTC()
-	deadline := now.Add(48 * time.Hour).Format(time.RFC3339)
-	artifact := doc["artifact"].(map[string]any)
-	artifact["id"], artifact["created_at"] = id, now.Format(time.RFC3339)
-	handoff := doc["handoff"].(map[string]any)
-	handoff["response_url"], handoff["response_deadline"] = base+"/sandbox/inbox", deadline
-	doc["content"].(map[string]any)["body"].(map[string]any)["data"].(map[string]any)["deadline"] = deadline
-	body, _ := json.Marshal(doc)
-	resp, err := http.Post(base+"/v1/requests", "application/json", strings.NewReader(string(body)))
+	args := strings.Fields(strings.ReplaceAll(strings.Join(recipes[0], " "), "http://localhost:8080", base))
+	opts, err := examples.ParseArgs(append(args, "-bot", base), io.Discard)
+	if err != nil {
+		t.Fatalf("the README's recipe %q: %v", recipes[0], err)
+	}
+	if opts.ResponseURL != base+"/sandbox/inbox" {
+		t.Fatalf("the README's first recipe sends the response to %q, not the sandbox's inbox", opts.ResponseURL)
+	}
+	resp, body, err := examples.Submit(t.Context(), time.Now(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("POST /v1/requests: %d %s", resp.StatusCode, b)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /v1/requests: %d %s", resp.StatusCode, body)
 	}
+	var accepted struct{ ID string }
+	if err := json.Unmarshal(body, &accepted); err != nil || accepted.ID == "" {
+		t.Fatalf("POST /v1/requests answered %s (%v)", body, err)
+	}
+	return accepted.ID
 }
 
 // TestBrowserRoundTrip is the sandbox's promise, in headless Chromium: post
@@ -133,8 +143,7 @@ func postExample(t *testing.T, base, id string) {
 func TestBrowserRoundTrip(t *testing.T) {
 	chromium := chromiumPath(t)
 	base, setup, st := localBot(t)
-	const id = "browser-e2e"
-	postExample(t, base, id)
+	id := postExample(t, base)
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(t.Context(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium), chromedp.Env("TZ=UTC"), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1800))...)
@@ -251,7 +260,7 @@ func TestBrowserRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"webhook-signature", `"request_id": "browser-e2e"`, "Good segmentation", "Require CC to reduce spam signups", `"selected": "next_month"`} {
+	for _, want := range []string{"webhook-signature", `"request_id": "` + id + `"`, "Good segmentation", "Require CC to reduce spam signups", `"selected": "next_month"`} {
 		if !strings.Contains(strings.ToLower(inbox), strings.ToLower(want)) {
 			t.Errorf("the inbox entry lacks %q:\n%s", want, inbox)
 		}

@@ -5,9 +5,13 @@
 // and can run in parallel.
 //
 // When neither REDIS_URL nor a redis-server binary is available, a developer's
-// run falls back to an in-process miniredis and warns on stderr, so the test
-// command works on a fresh machine; under CI (CI=true) that is a failure
-// instead: CI must prove everything against real Redis.
+// run falls back to the in-process embedded store (store.StartEmbedded, on
+// the wall clock) and warns on stderr, so the test command works on a fresh
+// machine; under CI (CI=true) that is a failure instead: CI must prove
+// everything against real Redis.
+//
+// Embedded gives a test the embedded store of local mode on the test's own
+// clock, so code that local mode runs on it can be tested on both.
 package redistest
 
 import (
@@ -23,7 +27,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
+	"github.com/approvalbot/approvalbot/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,6 +37,8 @@ var (
 	initErr error
 	seq     atomic.Int64
 	kind    string // "REDIS_URL", "redis-server" or "miniredis"
+	// fallback is the embedded store used without REDIS_URL or redis-server.
+	fallback *store.Embedded
 )
 
 // Client returns a client to the shared test Redis and a key prefix unique to
@@ -47,7 +53,12 @@ func Client(tb testing.TB) (redis.UniversalClient, string) {
 	if err != nil {
 		tb.Fatalf("redistest: parse %q: %v", addr, err)
 	}
-	rdb := redis.NewClient(opts)
+	var rdb *redis.Client
+	if fallback != nil {
+		rdb = fallback.Client() // keys expire on the wall clock, as in Redis
+	} else {
+		rdb = redis.NewClient(opts)
+	}
 	tb.Cleanup(func() { _ = rdb.Close() })
 	prefix := fmt.Sprintf("t%d-%d-%s", os.Getpid(), seq.Add(1), sanitize(tb.Name()))
 	return rdb, prefix
@@ -78,10 +89,9 @@ func start() {
 			return
 		}
 		fmt.Fprintln(os.Stderr, "redistest: WARNING: no REDIS_URL and no redis-server on PATH; "+
-			"using in-process miniredis. Install redis-server to test against real Redis as CI does.")
-		m := miniredis.NewMiniRedis()
-		if initErr = m.Start(); initErr == nil {
-			addr, kind = "redis://"+m.Addr(), "miniredis"
+			"using the in-process embedded store (miniredis). Install redis-server to test against real Redis as CI does.")
+		if fallback, initErr = store.StartEmbedded(nil); initErr == nil {
+			addr, kind = "redis://"+fallback.Addr(), "miniredis"
 		}
 		return
 	}
@@ -143,4 +153,20 @@ func URL(tb testing.TB) string {
 		tb.Fatalf("redistest: %v", initErr)
 	}
 	return addr
+}
+
+// Embedded starts the embedded store exactly as local mode builds it
+// (store.StartEmbedded), private to this test, whose keys expire on the clock
+// now (nil: time.Now; pass the fake clock the code under test uses). It
+// returns a client and a key prefix like Client, so a test can run on both
+// backends; the server stops when the test ends.
+func Embedded(tb testing.TB, now func() time.Time) (redis.UniversalClient, string) {
+	tb.Helper()
+	e, err := store.StartEmbedded(now)
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	rdb := e.Client()
+	tb.Cleanup(func() { _ = rdb.Close(); e.Close() })
+	return rdb, fmt.Sprintf("t%d-%d-%s", os.Getpid(), seq.Add(1), sanitize(tb.Name()))
 }
