@@ -167,7 +167,7 @@ func TestWithdrawBeforePostCancelsIt(t *testing.T) {
 	}
 	h.startJobs()
 	h.waitIdle()
-	if n := len(h.emu.Calls()); n != 0 {
+	if n := len(h.emu.Calls()) - len(h.emu.CallsTo("auth.test")); n != 0 {
 		t.Errorf("%d Slack calls for a request withdrawn before posting", n)
 	}
 	if st := h.get("aah_decision_abc123")["slack"].(map[string]any)["state"]; st != "cancelled" {
@@ -211,10 +211,13 @@ func TestListPagesThroughAnAgentsRequests(t *testing.T) {
 func TestHealthReadinessAndMetrics(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	for _, path := range []string{"/healthz", "/readyz"} {
-		if r := h.do(http.MethodGet, path, "", "", nil); r.Status != http.StatusOK {
-			t.Errorf("%s: %d %s", path, r.Status, r.Body)
-		}
+	if r := h.do(http.MethodGet, "/healthz", "", "", nil); r.Status != http.StatusOK {
+		t.Errorf("/healthz: %d %s", r.Status, r.Body)
+	}
+	// Not ready until auth.test has confirmed the bot token (RunJobs does).
+	if r := h.do(http.MethodGet, "/readyz", "", "", nil); r.Status != http.StatusServiceUnavailable ||
+		r.json(t)["redis"] != "ok" || !strings.Contains(r.json(t)["slack"].(string), "not confirmed yet") {
+		t.Errorf("/readyz before auth.test: %d %s", r.Status, r.Body)
 	}
 	h.post(example(t))
 	r := h.do(http.MethodGet, "/metrics", "", "", nil)
@@ -226,5 +229,10 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 		if !strings.Contains(string(r.Body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+	h.startJobs()
+	h.waitSlackReady()
+	if r := h.do(http.MethodGet, "/readyz", "", "", nil); r.Status != http.StatusOK || r.json(t)["slack"] != "ok" {
+		t.Errorf("/readyz: %d %s", r.Status, r.Body)
 	}
 }

@@ -208,6 +208,7 @@ func (c *Config) validate() error {
 		add("JOB_MAX_ATTEMPTS must be at least 1")
 	}
 	c.validateAuthorization(add)
+	c.validatePlaceholders(add)
 	if c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{} ") {
 		add("REDIS_PREFIX must be non-empty without braces or spaces")
 	}

@@ -55,9 +55,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"method", "status"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.posts, m.updates, m.jobs, m.jobDuration, m.lateness, m.slackAPI)
+		reg.MustRegister(m.posts, m.updates, m.jobs, m.jobDuration, m.lateness, m.slackAPI, buildInfoGauge(ReadBuildInfo()))
 	}
 	return m
+}
+
+// buildInfoGauge is approvalbot_build_info{version,commit,go_version} 1, the
+// usual Prometheus way to tell which build each process runs (join on it, or
+// alert when processes disagree after a deploy).
+func buildInfoGauge(info BuildInfo) prometheus.Collector {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "approvalbot_build_info",
+		Help: "Always 1; its labels say which build is running (see \"approvalbot version\").",
+	}, []string{"version", "commit", "go_version"})
+	g.WithLabelValues(info.Version, info.Commit, info.GoVersion).Set(1)
+	return g
 }
 
 // InstrumentTransport wraps an HTTP transport so every Slack Web API call is

@@ -33,6 +33,7 @@ type Deps struct {
 		handlers.SlackAPI
 		TimerSlackAPI
 		DirectoryAPI
+		AuthTester
 	}
 	// Metrics must be the Metrics whose transport instruments Slack.
 	Metrics  *Metrics
@@ -43,6 +44,9 @@ type Deps struct {
 	// RateLimitHold overrides how long a 429 without Retry-After holds a
 	// channel (tests shorten it).
 	RateLimitHold time.Duration
+	// SlackAuthRetry overrides the first wait before auth.test is tried
+	// again at start (default 1s, doubling to 1m; tests shorten it).
+	SlackAuthRetry time.Duration
 	// Now is the clock of intake, decisions and timers; it must be the
 	// store's (store.Options.Now). Default time.Now.
 	Now func() time.Time
@@ -59,6 +63,9 @@ type Service struct {
 	async   *handlers.Async
 	handler http.Handler
 	socket  *handlers.SocketMode // nil without Socket Mode
+	// auth confirms the bot token before jobs run; nil in local mode,
+	// whose emulator accepts its own token.
+	auth *slackAuth
 	// stopChanges ends the change feed of long polls (see Close).
 	stopChanges context.CancelFunc
 }
@@ -153,6 +160,11 @@ func NewService(d Deps) (*Service, error) {
 	d.Registry.MustRegister(NewOutboxCollector(d.Store),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	var auth *slackAuth
+	if !cfg.LocalMode() {
+		auth = newSlackAuth(d.Slack, cfg.SlackBotToken, d.SlackAuthRetry, d.Logger.With("component", "slack-auth"))
+	}
+
 	mux := http.NewServeMux()
 	api.Register(mux)
 	slackHandlers.Register(mux)
@@ -162,20 +174,14 @@ func NewService(d Deps) (*Service, error) {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 		defer cancel()
-		if err := d.Store.Ping(ctx); err != nil {
-			writeStatus(w, http.StatusServiceUnavailable, "unavailable", "redis: "+err.Error(), socketState(socket))
-			return
-		}
-		// A closed Socket Mode connection is reported, not failed on:
-		// taking this process out of rotation would not reopen it.
-		writeStatus(w, http.StatusOK, "ok", "", socketState(socket))
+		writeReadiness(w, readiness(d.Store.Ping(ctx), auth, socket))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{Registry: d.Registry}))
 	if d.Sandbox != nil {
 		mux.Handle("/sandbox/", http.StripPrefix("/sandbox", d.Sandbox))
 	}
 	return &Service{deps: d, runner: runner, async: async, handler: recoverPanics(d.Logger, mux), socket: socket,
-		stopChanges: stopChanges}, nil
+		auth: auth, stopChanges: stopChanges}, nil
 }
 
 // Close releases long polls (they answer with the current state) so the HTTP
@@ -189,11 +195,30 @@ func (s *Service) Handler() http.Handler { return s.handler }
 func (s *Service) Runner() *Runner { return s.runner }
 
 // RunJobs drains the outbox until ctx ends, then waits for running jobs and
-// for the Slack calls queued after acknowledged interactions.
+// for the Slack calls queued after acknowledged interactions. In production
+// mode it first confirms the bot token with auth.test, retrying with backoff
+// (see slackAuth): no job runs until Slack accepts the token.
 func (s *Service) RunJobs(ctx context.Context) error {
+	if s.auth != nil {
+		if err := s.auth.run(ctx); err != nil {
+			s.async.Close()
+			return err
+		}
+	}
 	err := s.runner.Run(ctx)
 	s.async.Close()
 	return err
+}
+
+// SlackReady is closed once Slack has accepted the bot token (at once in
+// local mode); RunJobs checks it.
+func (s *Service) SlackReady() <-chan struct{} {
+	if s.auth == nil {
+		closed := make(chan struct{})
+		close(closed)
+		return closed
+	}
+	return s.auth.Ready()
 }
 
 // RunSocketMode receives Slack's requests over Socket Mode until ctx ends;
@@ -219,15 +244,12 @@ func socketState(m *handlers.SocketMode) string {
 	}
 }
 
-func writeStatus(w http.ResponseWriter, code int, status, reason string, socket ...string) {
+func writeStatus(w http.ResponseWriter, code int, status, reason string) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(code)
 	body := map[string]string{"status": status}
 	if reason != "" {
 		body["reason"] = reason
-	}
-	if len(socket) > 0 && socket[0] != "" {
-		body["slack_socket"] = socket[0]
 	}
 	_ = json.NewEncoder(w).Encode(body)
 }

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -23,21 +22,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	var err error
-	switch args := os.Args[1:]; {
-	case len(args) == 0:
-		err = run(ctx)
-	case len(args) == 2 && args[0] == "audit" && args[1] == "verify":
-		err = auditVerify(ctx, os.Stdout)
-	default:
-		err = fmt.Errorf("unknown command %q; usage: approvalbot [audit verify]", strings.Join(args, " "))
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "approvalbot:", err)
-		stop()
-		os.Exit(1)
-	}
+	code := runCLI(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // run wires config → Redis → Slack client → store → service → HTTP server,
@@ -92,7 +79,8 @@ func run(ctx context.Context) error {
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	log.InfoContext(ctx, "approvalbot listening", "addr", ln.Addr().String(),
+	build := bot.ReadBuildInfo()
+	log.InfoContext(ctx, "approvalbot listening", "addr", ln.Addr().String(), "version", build.Version, "commit", build.Commit,
 		"local_mode", cfg.LocalMode(), "embedded_redis", cfg.EmbeddedRedis(), "socket_mode", cfg.SlackAppToken != "",
 		"slack_http_endpoints", cfg.SlackSigningSecret != "")
 
