@@ -17,6 +17,9 @@ import (
 // placeholder is refused too (or it is listed here, as a real setting).
 var exampleSettings = map[string]bool{
 	"LISTEN_ADDR": true, "REDIS_URL": true, "SLACK_DEFAULT_CHANNEL": true, "LOG_FORMAT": true, "LOG_LEVEL": true,
+	// The authorization policy: its example values are the safe defaults.
+	"DEFAULT_REVIEWERS": true, "DEFAULT_REVIEWER_GROUPS": true, "ADMIN_USERS": true, "APPROVAL_QUORUM": true,
+	"ALLOW_SELF_APPROVAL": true, "REQUIRE_REASON": true, "POLICY_OVERRIDE_AGENTS": true,
 }
 
 // Commented-out assignments ("# SLACK_APP_TOKEN=…") count: uncommenting one
