@@ -29,6 +29,11 @@ type Answer struct {
 	At        time.Time `json:"at"`
 	Defaulted bool      `json:"defaulted,omitempty"` // took the decision's default at resolution
 	TimedOut  bool      `json:"timed_out,omitempty"` // given by the on_deadline action (approve/reject)
+	// DefaultAccepted says the person By submitted the request while the
+	// decision's control showed its default preselected (see
+	// Decision.PreselectedDefault): they accepted what they saw, so the
+	// answer is theirs, At is when they submitted, and it is marked so.
+	DefaultAccepted bool `json:"default_accepted,omitempty"`
 	// Signoffs are the verdicts of an approval decision that needs several
 	// (Rules.Gated); Value is what they settle to (Rules.Settle).
 	Signoffs []Signoff `json:"signoffs,omitempty"`

@@ -106,6 +106,11 @@ type DecisionAnswer struct {
 	// TimedOut says nobody answered before the deadline and the request's
 	// on_deadline action (approve or reject) gave this answer.
 	TimedOut bool `json:"timed_out,omitempty"`
+	// DefaultAccepted says the person who submitted the request accepted the
+	// default their control showed preselected (a menu, a multi-select, a
+	// date picker) without changing it: a person's answer, decided_at is
+	// when they submitted, but not a value they picked themselves.
+	DefaultAccepted bool `json:"default_accepted,omitempty"`
 	// Answered is false for a decision nobody answered that has no default.
 	Answered *bool `json:"answered,omitempty"`
 	// Signoffs lists every person's verdict on an approval decision that
@@ -229,6 +234,7 @@ func decisionAnswer(d Decision, a Answer, namePeople bool) DecisionAnswer {
 		out.Defaulted, out.TimedOut = a.Defaulted, a.TimedOut
 		return out
 	}
+	out.DefaultAccepted = a.DefaultAccepted
 	if !a.At.IsZero() {
 		out.DecidedAt = stamp(a.At)
 	}
@@ -347,7 +353,9 @@ const (
 // the answers, at most MaxSummaryLength characters. It lists the approved
 // prompts, the rejected prompts with their comments in parentheses, then
 // every other decision as "<prompt>: <answer>"; answers that took the
-// decision's default are marked "(default)" and decisions nobody answered
+// decision's default are marked "(default)", defaults a reviewer accepted
+// as shown "(default accepted)", answers the on_deadline action gave
+// "(timed out)", and decisions nobody answered
 // read "<prompt>: no answer". An expired request's summary starts with
 // "Expired before it was resolved." Long prompts, answers and comments are
 // shortened with "…" to keep within the bound.
@@ -357,8 +365,14 @@ func Summary(req *Request, answers map[string]Answer, outcome string) string {
 		a := answers[d.ID]
 		it := summaryItem{group: groupOther, prompt: oneLine(d.Prompt)}
 		v := answerValue(d, a)
-		if a.Defaulted && v != nil {
+		switch {
+		case v == nil:
+		case a.Defaulted:
 			it.notes = append(it.notes, "default")
+		case a.DefaultAccepted:
+			it.notes = append(it.notes, "default accepted")
+		case a.TimedOut:
+			it.notes = append(it.notes, "timed out")
 		}
 		switch x := v.(type) {
 		case nil:

@@ -137,14 +137,22 @@ func (r *renderer) answerText(d aah.Decision, a aah.Answer, answered bool) strin
 			icon = ":x:"
 		}
 	}
+	if a.TimedOut {
+		// Nobody gave this answer: the icon must not read as a person's verdict.
+		icon = ":hourglass:"
+	}
 	s := fmt.Sprintf("\n%s *%s*", icon, valueText(d, a.Value))
 	switch {
 	case a.Defaulted:
 		s += " _(default: nobody answered)_"
+	case a.TimedOut:
+		s += fmt.Sprintf(" _(timed out: nobody answered before the deadline; on_deadline is %s)_", r.req.OnDeadline)
+	case a.By.ID != "" && a.DefaultAccepted:
+		s += fmt.Sprintf(" by <@%s> _(accepted the default shown)_", a.By.ID)
 	case a.By.ID != "":
 		s += fmt.Sprintf(" by <@%s>", a.By.ID)
 	}
-	if !a.At.IsZero() && !a.Defaulted {
+	if !a.At.IsZero() && !a.Defaulted && !a.TimedOut {
 		s += " " + slackDate(a.At)
 	}
 	if a.Comment != "" {
@@ -167,10 +175,12 @@ func commentText(a aah.Answer) string {
 }
 
 // controls builds a decision's interactive elements. The current answer (or
-// else the default) is preselected so the control shows what will be sent.
+// else the default, see aah.Decision.PreselectedDefault) is preselected so
+// the control shows what will be sent: Submit records a preselected default
+// as the submitter's answer.
 func (r *renderer) controls(d aah.Decision, a aah.Answer, answered bool, details bool) *slack.ActionBlock {
 	var elems []slack.BlockElement
-	current := d.Default
+	current, _ := d.PreselectedDefault()
 	answered = answered && a.Answered()
 	if answered {
 		current = a.Value

@@ -85,6 +85,28 @@ func TestRenderGolden(t *testing.T) {
 		"seed000.resolved":  {seed, blocks.State{Status: aah.StatusResolved, Version: 6, ReceivedAt: seedNow, Answers: answers, ClosedAt: answeredAt}},
 		"seed000.withdrawn": {seed, blocks.State{Status: aah.StatusWithdrawn, Version: 2, ReceivedAt: seedNow, ClosedAt: seedNow.Add(time.Hour)}},
 	}
+	// Resolved at the deadline by on_deadline: reject; d3 took its default.
+	timedOut := *seed
+	timedOut.OnDeadline = aah.DeadlineReject
+	cases["seed000.timed_out"] = struct {
+		req *aah.Request
+		st  blocks.State
+	}{&timedOut, blocks.State{Status: aah.StatusResolved, Version: 4, ReceivedAt: seedNow, ClosedAt: answeredAt,
+		Answers: map[string]aah.Answer{
+			"d1": answers["d1"],
+			"d2": {DecisionID: "d2", Value: false, TimedOut: true},
+			"d3": {DecisionID: "d3", Value: "next_week", Defaulted: true},
+			"d4": {DecisionID: "d4", Value: false, TimedOut: true},
+		}}}
+	// Bob submitted with d3's preselected default.
+	cases["seed000.default_accepted"] = struct {
+		req *aah.Request
+		st  blocks.State
+	}{seed, blocks.State{Status: aah.StatusResolved, Version: 5, ReceivedAt: seedNow, ClosedAt: answeredAt,
+		ResolvedBy: aah.Person{ID: "U0BOB"}, Answers: map[string]aah.Answer{
+			"d1": answers["d1"], "d2": answers["d2"], "d4": answers["d4"],
+			"d3": {DecisionID: "d3", Value: "next_week", By: aah.Person{ID: "U0BOB"}, At: answeredAt, DefaultAccepted: true},
+		}}}
 	for name, dec := range decisionFixtures {
 		cases["type_"+name+".pending"] = struct {
 			req *aah.Request

@@ -149,6 +149,13 @@ func TestBuiltResponsesValidate(t *testing.T) {
 			"m":  {DecisionID: "m", Value: []string{"ads"}, Defaulted: true, Comment: "ok", By: bob},
 			"d":  {DecisionID: "d", Value: "2026-03-01", Defaulted: true},
 		}, alice, ""},
+		{"default accepted, timed out", allTypes, map[string]aah.Answer{
+			"a":  {DecisionID: "a", Value: false, TimedOut: true},
+			"c":  {DecisionID: "c", Value: "eu", By: alice, At: answeredAt, DefaultAccepted: true},
+			"d":  {DecisionID: "d", Value: "2026-03-01", By: alice, At: answeredAt, DefaultAccepted: true},
+			"oa": {DecisionID: "oa", Value: true, Defaulted: true},
+			"n":  ans("n", 1.0, "", bob),
+		}, alice, ""},
 		{"unanswered optional", allTypes, map[string]aah.Answer{
 			"a": ans("a", true, "", alice), "c": ans("c", "eu", "", alice), "n": ans("n", 1.0, "", alice),
 			"t": {DecisionID: "t", Comment: "no idea", By: bob, At: answeredAt},

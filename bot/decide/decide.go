@@ -24,7 +24,10 @@ import (
 // Resolution rule: a request with a single decision resolves on its first
 // valid answer. With several, reviewers answer in any order and may change
 // their answers (the audit keeps every version); Submit resolves the request
-// once every required decision is answered, and unanswered optional
+// once every required decision is answered. A decision whose control shows
+// its default preselected (a menu, a multi-select, a date picker) counts as
+// answered by the submitter with that value, marked "default_accepted":
+// what the reviewer saw selected is what is sent. Other unanswered optional
 // decisions then take their default (marked "defaulted" in the response).
 //
 // Who may decide is checked before anything is stored (see authorize.go):
@@ -188,16 +191,32 @@ func (d *Decider) Comment(ctx context.Context, requestID, decisionID string, by 
 }
 
 // Submit resolves a request with several decisions once every required one
-// is answered; unanswered optional decisions take their default.
+// is answered. Preselected defaults become the submitter's answers (marked
+// DefaultAccepted); other unanswered optional decisions take their default.
 func (d *Decider) Submit(ctx context.Context, requestID string, by aah.Person) (Outcome, error) {
 	return d.act(ctx, requestID, by, "submit", func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
 		if err := g.mayDecide(); err != nil {
 			return nil, err
 		}
 		answers := cloneAnswers(rec.Answers)
+		now := d.now().UTC()
 		var missing []string
+		var accepted []store.AuditEvent
 		for _, dec := range req.Data.Decisions {
 			if a, ok := answers[dec.ID]; ok && a.Answered() {
+				continue
+			}
+			if v, ok := dec.PreselectedDefault(); ok {
+				// The control showed this value selected when they clicked
+				// Submit: what they saw is what is recorded, as theirs.
+				if _, err := aah.CheckAnswer(dec, v); err != nil {
+					return nil, fmt.Errorf("default of decision %q of %s: %w", dec.ID, rec.ID, err)
+				}
+				a := answers[dec.ID]
+				a.DecisionID, a.Value, a.By, a.At, a.DefaultAccepted = dec.ID, v, by, now, true
+				answers[dec.ID] = a
+				accepted = append(accepted, store.AuditEvent{Event: "answered", Actor: by.AgentID(),
+					Data: map[string]any{"decision_id": dec.ID, "value": v, "default_accepted": true}})
 				continue
 			}
 			switch {
@@ -216,9 +235,9 @@ func (d *Decider) Submit(ctx context.Context, requestID string, by aah.Person) (
 		}
 		out.Changed, out.Resolved = true, true
 		ch := &store.Change{Set: map[string]any{}, Bump: true,
-			Audit: []store.AuditEvent{{Event: "submitted", Actor: by.AgentID()}}}
+			Audit: append(accepted, store.AuditEvent{Event: "submitted", Actor: by.AgentID()})}
 		for _, dec := range req.Data.Decisions {
-			if a := answers[dec.ID]; a.Defaulted {
+			if a := answers[dec.ID]; a.Defaulted || a.DefaultAccepted {
 				ch.Answers = append(ch.Answers, a)
 			}
 		}
