@@ -94,8 +94,12 @@ type DecisionAnswer struct {
 	Selected any `json:"selected,omitempty"`
 	// Value is a string (text; date, ISO 8601 as answered) or a float64 (number).
 	Value any `json:"value,omitempty"`
-	// Comment is the rationale; nil encodes as null.
+	// Comment is the rationale (see Answer.Rationale): the comment of the
+	// person who answered, else the latest comment; nil encodes as null.
 	Comment *string `json:"comment"`
+	// Comments lists every person's comment on the decision (one each, their
+	// latest), in the order they first commented; absent when there is none.
+	Comments []ResponseComment `json:"comments,omitempty"`
 	// DecidedAt is when a person gave the answer (UTC, to the second).
 	DecidedAt time.Time `json:"decided_at,omitzero"`
 	// DecidedBy names the person, only when more than one person answered
@@ -127,6 +131,16 @@ type ResponseSignoff struct {
 	Reason    *string  `json:"reason,omitempty"`
 	// At is when they signed (UTC, to the second).
 	At time.Time `json:"at"`
+}
+
+// ResponseComment is one person's comment on a decision.
+type ResponseComment struct {
+	By     string `json:"by"`      // "human:<Slack user id>"
+	ByName string `json:"by_name"` // their name, or the id when unknown
+	// At is when they wrote it (UTC, to the second); absent for comments
+	// stored before comment times were kept.
+	At   time.Time `json:"at,omitzero"`
+	Text string    `json:"text"`
 }
 
 // ResponseHandoff links the response to its request and the requesting agent.
@@ -202,8 +216,22 @@ func BuildResponse(req *Request, answers map[string]Answer, opts ResponseOptions
 
 func decisionAnswer(d Decision, a Answer, namePeople bool) DecisionAnswer {
 	out := DecisionAnswer{DecisionID: d.ID}
-	if c := strings.TrimSpace(a.Comment); c != "" {
-		out.Comment = &a.Comment
+	if c, ok := a.Rationale(); ok && strings.TrimSpace(c.Text) != "" {
+		text := c.Text
+		out.Comment = &text
+	}
+	for _, c := range a.Comments {
+		if strings.TrimSpace(c.Text) == "" {
+			continue
+		}
+		rc := ResponseComment{By: c.By.AgentID(), ByName: c.By.Name, Text: c.Text}
+		if rc.ByName == "" {
+			rc.ByName = c.By.ID
+		}
+		if !c.At.IsZero() {
+			rc.At = stamp(c.At)
+		}
+		out.Comments = append(out.Comments, rc)
 	}
 	for _, so := range a.Signoffs {
 		rs := ResponseSignoff{AgentID: so.By.AgentID(), AgentName: so.By.Name, Approved: so.Approved,
@@ -382,8 +410,8 @@ func Summary(req *Request, answers map[string]Answer, outcome string) string {
 			it.group = groupApproved
 			if !x {
 				it.group = groupRejected
-				if c := oneLine(a.Comment); c != "" {
-					it.notes = append(it.notes, c)
+				if r, ok := a.Rationale(); ok && oneLine(r.Text) != "" {
+					it.notes = append(it.notes, oneLine(r.Text))
 				}
 			}
 		default:

@@ -50,3 +50,34 @@ func TestTimedOutAnswersAreMarked(t *testing.T) {
 		}
 	}
 }
+
+// Every reviewer's comment shows under the decision, each with its author
+// (the person who answered needs no name); past what a section holds, the
+// earliest are counted instead, and the message stays within Slack's limits.
+func TestEveryCommentShows(t *testing.T) {
+	t.Parallel()
+	req := parse(t, wrap(decisionFixtures["approval"]))
+	at := seedNow.Add(time.Hour)
+	var comments []aah.Comment
+	for i, who := range []string{"U0ALICE", "U0BOB", "U0CAROL", "U0DAVE", "U0ERIN"} {
+		comments = append(comments, aah.Comment{By: aah.Person{ID: who}, At: at.Add(time.Duration(i) * time.Minute),
+			Text: "Thoughts of " + who + " & <friends>"})
+	}
+	render := func(n int) string {
+		msg := blocks.Render(req, blocks.State{Status: aah.StatusPartial, Version: 2, Answers: map[string]aah.Answer{
+			"ship": {DecisionID: "ship", Value: true, By: aah.Person{ID: "U0ALICE"}, At: at, Comments: comments[:n]}}})
+		checkSlackLimits(t, msg)
+		return slackemu.RenderText([]byte(mustJSON(t, msg.Blocks)))
+	}
+	three := render(3)
+	for _, want := range []string{"> Thoughts of U0ALICE & <friends>\n", "Thoughts of U0BOB & <friends> — @U0BOB",
+		"Thoughts of U0CAROL & <friends> — @U0CAROL"} {
+		if !strings.Contains(three, want) {
+			t.Errorf("message lacks %q:\n%s", want, three)
+		}
+	}
+	five := render(5)
+	if !strings.Contains(five, "2 earlier comments") || !strings.Contains(five, "Thoughts of U0ERIN") || strings.Contains(five, "Thoughts of U0ALICE") {
+		t.Errorf("with five comments the latest three should show and two be counted:\n%s", five)
+	}
+}

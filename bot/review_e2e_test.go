@@ -111,3 +111,81 @@ func TestSubmitLeavesUnshownDefaultsUnanswered(t *testing.T) {
 		t.Errorf("a refused submit stored something: %v %+v", rec.Status, rec.Answers)
 	}
 }
+
+// Every reviewer's comment survives: three people comment on d4, and the
+// stored answer, the response (comment: the answerer's rationale; comments:
+// everyone's) and the message keep all three, each with its author.
+func TestEveryCommentSurvives(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startJobs()
+	id := h.postAndWait(exampleWith(t, "all-comments", nil))
+	ref := blocks.ModalRef{RequestID: id, DecisionID: "d4", Channel: "C0APPROVALS"}
+	comment := func(u slackUser, text string) {
+		ok(t, h.submitModal(u, blocks.ModalComment, ref, map[string]map[string]any{"comment": {"text": textInput(text)}}))
+	}
+	ok(t, h.click(alice, id, "d4", button(blocks.ActionReject, "false")))
+	comment(alice, "Spam risk")
+	comment(bob, "Trial drives signups")
+	comment(mallory, "Ask finance")
+	comment(bob, "Trial drives signups, but cap it") // replaces Bob's own comment only
+	ok(t, h.click(alice, id, blocks.RequestScope, button(blocks.ActionApproveAll, blocks.RequestScope)))
+	ok(t, h.click(alice, id, "d4", button(blocks.ActionReject, "false")))
+	ok(t, h.click(bob, id, blocks.RequestScope, button(blocks.ActionSubmit, blocks.RequestScope)))
+
+	rec, _ := h.store.Get(context.Background(), id)
+	if rec.Status != aah.StatusResolved {
+		t.Fatalf("status = %v", rec.Status)
+	}
+	if err := schema.ValidateResponse(rec.Response); err != nil {
+		t.Errorf("response: %v", err)
+	}
+	var resp struct {
+		Content struct {
+			Body struct {
+				Data struct {
+					Responses []struct {
+						DecisionID string `json:"decision_id"`
+						Comment    *string
+						Comments   []struct {
+							By     string `json:"by"`
+							ByName string `json:"by_name"`
+							At     string `json:"at"`
+							Text   string `json:"text"`
+						}
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(rec.Response, &resp); err != nil {
+		t.Fatal(err)
+	}
+	d4 := resp.Content.Body.Data.Responses[3]
+	if d4.DecisionID != "d4" || d4.Comment == nil || *d4.Comment != "Spam risk" {
+		t.Errorf("d4 comment = %v, want Alice's rationale", d4.Comment)
+	}
+	want := []struct{ by, name, text string }{
+		{"human:U0ALICE", "Alice", "Spam risk"},
+		{"human:U0BOB", "Bob", "Trial drives signups, but cap it"},
+		{"human:U0MALLORY", "Mallory", "Ask finance"},
+	}
+	if len(d4.Comments) != len(want) {
+		t.Fatalf("d4 comments = %+v, want %d", d4.Comments, len(want))
+	}
+	for i, w := range want {
+		if c := d4.Comments[i]; c.By != w.by || c.ByName != w.name || c.Text != w.text || c.At == "" {
+			t.Errorf("comments[%d] = %+v, want %+v", i, c, w)
+		}
+	}
+
+	h.waitIdle()
+	channel, ts := h.messageOf(id)
+	m, _ := h.emu.Message(channel, ts)
+	text := slackemu.RenderText(m.Blocks)
+	for _, line := range []string{"> Spam risk\n", "> Trial drives signups, but cap it — @U0BOB", "> Ask finance — @U0MALLORY"} {
+		if !strings.Contains(text, line) {
+			t.Errorf("message lacks %q:\n%s", line, text)
+		}
+	}
+}

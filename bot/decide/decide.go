@@ -155,8 +155,10 @@ func (d *Decider) answer(ctx context.Context, requestID string, by aah.Person, v
 	})
 }
 
-// Comment records a person's comment on a decision. The comment belongs to
-// the decision's answer (and is kept when the value changes later).
+// Comment records a person's comment on a decision. Each person has one
+// comment per decision (writing again replaces theirs; blank text removes
+// it); other people's comments and answers never remove it, and the audit
+// keeps every version.
 func (d *Decider) Comment(ctx context.Context, requestID, decisionID string, by aah.Person, text string) (Outcome, error) {
 	text = strings.TrimSpace(text)
 	return d.act(ctx, requestID, by, "comment", func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
@@ -167,27 +169,42 @@ func (d *Decider) Comment(ctx context.Context, requestID, decisionID string, by 
 			return nil, &Refusal{Reason: "A comment holds at most 3000 characters.", Field: "comment", Rule: RuleInvalid}
 		}
 		a := rec.Answers[decisionID]
-		if a.Comment == text {
+		prev, _ := a.CommentOf(by.ID)
+		if prev.Text == text {
 			return nil, nil
 		}
-		if g.rules.RequireReason && a.Value == false && a.CommentBy.ID == a.By.ID && a.Comment != "" && by.ID != a.By.ID {
-			// The rejection's required reason belongs to the person who
-			// rejected; nobody else may replace it.
-			return nil, &Refusal{Reason: fmt.Sprintf("<@%s> rejected this with a reason, which stays with their rejection; "+
-				"only they can change it.", a.By.ID), Field: "comment", Rule: RuleRequireReason}
+		if text == "" && g.rules.RequireReason && rejectedBy(a, by.ID) {
+			// A required reason stays with the rejection it explains.
+			return nil, &Refusal{Reason: "Your rejection needs its reason: you can change your comment, not remove it.",
+				Field: "comment", Rule: RuleRequireReason}
 		}
-		prev := a.Comment
-		a.DecisionID, a.Comment, a.CommentBy = decisionID, text, by
-		if !a.Answered() {
-			a.By, a.At = by, d.now().UTC() // a comment before any answer
+		now := d.now().UTC()
+		a = a.WithComment(aah.Comment{By: by, At: now, Text: text})
+		a.DecisionID = decisionID
+		if !a.Answered() && a.By.ID == "" {
+			a.By, a.At = by, now // a comment before any answer
 		}
 		out.Changed = true
 		return &store.Change{
 			Answers: []aah.Answer{a}, Bump: true,
 			Audit: []store.AuditEvent{{Event: "commented", Actor: by.AgentID(),
-				Data: map[string]any{"decision_id": decisionID, "comment": text, "previous_comment": prev}}},
+				Data: map[string]any{"decision_id": decisionID, "comment": text, "previous_comment": prev.Text}}},
 		}, nil
 	})
+}
+
+// rejectedBy reports whether the person's rejection stands on the answer:
+// as its answer, or as their sign-off.
+func rejectedBy(a aah.Answer, personID string) bool {
+	if a.Value == false && a.By.ID == personID {
+		return true
+	}
+	for _, so := range a.Signoffs {
+		if so.By.ID == personID && !so.Approved {
+			return true
+		}
+	}
+	return false
 }
 
 // Submit resolves a request with several decisions once every required one
