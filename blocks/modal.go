@@ -148,22 +148,12 @@ func DetailsModal(req *aah.Request, d aah.Decision, ref ModalRef) slack.ModalVie
 
 const maxModalBlocks = 100
 
-// chunks splits long mrkdwn into sections of at most MaxSectionText,
-// preferring line breaks.
+// chunks splits long mrkdwn into sections of at most MaxSectionText, on
+// safe boundaries (see splitText).
 func chunks(s string) []slack.Block {
 	var out []slack.Block
-	for s != "" {
-		r := []rune(s)
-		if len(r) <= MaxSectionText {
-			out = append(out, section(s))
-			break
-		}
-		cut := string(r[:MaxSectionText])
-		if i := strings.LastIndex(cut, "\n"); i > MaxSectionText/2 {
-			cut = cut[:i]
-		}
-		out = append(out, section(cut))
-		s = strings.TrimPrefix(s[len(cut):], "\n")
+	for _, piece := range splitText(s, MaxSectionText) {
+		out = append(out, section(piece))
 	}
 	return out
 }

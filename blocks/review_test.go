@@ -9,6 +9,7 @@ import (
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/slack-go/slack"
 )
 
 // An answer given by the on_deadline action never reads like a person's:
@@ -79,5 +80,39 @@ func TestEveryCommentShows(t *testing.T) {
 	five := render(5)
 	if !strings.Contains(five, "2 earlier comments") || !strings.Contains(five, "Thoughts of U0ERIN") || strings.Contains(five, "Thoughts of U0ALICE") {
 		t.Errorf("with five comments the latest three should show and two be counted:\n%s", five)
+	}
+}
+
+// "View details" splits long text into sections on safe boundaries: never
+// inside an "&lt;" escape, and between words when there are any.
+func TestDetailsSplitOnSafeBoundaries(t *testing.T) {
+	t.Parallel()
+	for name, desc := range map[string]string{
+		"escapes": "x" + strings.Repeat("<", 1500),
+		"words":   "y" + strings.Repeat("budget ", 900),
+	} {
+		req := parse(t, wrap(`{"id":"long","type":"approval","prompt":"Ok?","required":true,"description":"`+desc+`"}`))
+		view := blocks.DetailsModal(req, req.Data.Decisions[0], blocks.ModalRef{RequestID: "req-fixture", DecisionID: "long"})
+		raw := []byte(mustJSON(t, view))
+		for _, e := range slackemu.ValidateView(raw) {
+			t.Errorf("%s: Slack would reject this modal: %v", name, e)
+		}
+		var sections []string
+		for _, b := range view.Blocks.BlockSet {
+			if s, ok := b.(*slack.SectionBlock); ok {
+				sections = append(sections, s.Text.Text)
+			}
+		}
+		if len(sections) < 3 {
+			t.Fatalf("%s: %d sections, want the description split", name, len(sections))
+		}
+		for _, s := range sections[1:] {
+			if rest := strings.ReplaceAll(s, "&lt;", ""); strings.ContainsAny(rest, "&;") {
+				t.Errorf("%s: a section holds a partial escape: …%q", name, s[max(0, len(s)-12):])
+			}
+			if name == "words" && !strings.HasSuffix(s, "budget") {
+				t.Errorf("%s: a section ends inside a word: …%q", name, s[max(0, len(s)-12):])
+			}
+		}
 	}
 }
