@@ -26,6 +26,9 @@ var (
 	decisionIDPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 	slackChannelPattern = regexp.MustCompile(`^(?:[CGD][A-Z0-9]{2,20}|#?[a-z0-9][a-z0-9_-]{0,79})$`)
 	slackUserPattern    = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
+	userGroupPattern    = regexp.MustCompile(`^S[A-Z0-9]{2,20}$`)
+	channelIDPattern    = regexp.MustCompile(`^[CG][A-Z0-9]{2,20}$`)
+	channelNamePattern  = regexp.MustCompile(`^#[a-z0-9][a-z0-9_-]{0,79}$`)
 )
 
 // ValidRequestID reports whether s can be a request id.

@@ -46,6 +46,13 @@ type ResponseOptions struct {
 	// response's source). The zero Person means the system resolved it
 	// (a deadline), and the source is "system:approvalbot".
 	ResolvedBy Person
+	// ResolverRole is the role ResolvedBy answered in, written to the
+	// response's source.agent_role (seed 000 §4 puts the responder's role
+	// there): the required roles (extensions.slack.required_roles) they
+	// hold, comma-separated; "" omits it. The requesting agent's own
+	// source.agent_role is not copied: the response's source is the
+	// responder.
+	ResolverRole string
 	// Outcome is OutcomeResolved (also when empty) or OutcomeExpired. Any
 	// other value counts as resolved.
 	Outcome string
@@ -194,7 +201,7 @@ func BuildResponse(req *Request, answers map[string]Answer, opts ResponseOptions
 		if name == "" {
 			name = p.ID
 		}
-		resp.Source = Source{AgentID: p.AgentID(), AgentName: name}
+		resp.Source = Source{AgentID: p.AgentID(), AgentName: name, AgentRole: opts.ResolverRole}
 	}
 
 	people := map[string]bool{}

@@ -146,7 +146,7 @@ func (d *Decider) answer(ctx context.Context, requestID string, by aah.Person, v
 		ch.Bump = true
 		if len(req.Data.Decisions) == 1 && answers[req.Data.Decisions[0].ID].Answered() {
 			out.Resolved = true
-			return d.resolve(rec, req, answers, by, ch)
+			return d.resolve(rec, req, answers, by, g, ch)
 		}
 		if rec.Status == aah.StatusPending {
 			ch.Status = aah.StatusPartial
@@ -258,7 +258,7 @@ func (d *Decider) Submit(ctx context.Context, requestID string, by aah.Person) (
 				ch.Answers = append(ch.Answers, a)
 			}
 		}
-		return d.resolve(rec, req, answers, by, ch)
+		return d.resolve(rec, req, answers, by, g, ch)
 	})
 }
 
@@ -399,17 +399,19 @@ func (f *refusal) result(out Outcome, rec store.Record, err error) (Outcome, err
 
 // resolve turns the change into the resolution: status, the immutable
 // response artifact, and its delivery, all in the same transaction.
-func (d *Decider) resolve(rec store.Record, req *aah.Request, answers map[string]aah.Answer, by aah.Person, ch *store.Change) (*store.Change, error) {
-	return d.finish(rec, req, answers, by, ch, aah.OutcomeResolved), nil
+// g is the resolver's grant: the required roles they hold become the
+// response's source.agent_role.
+func (d *Decider) resolve(rec store.Record, req *aah.Request, answers map[string]aah.Answer, by aah.Person, g grant, ch *store.Change) (*store.Change, error) {
+	return d.finish(rec, req, answers, by, strings.Join(g.auth.roles, ","), ch, aah.OutcomeResolved), nil
 }
 
 // finish closes the request with a response: resolved, or expired (the
 // deadline passed; the response says nothing was decided). The response is
 // built once, here, and never changes; its delivery is scheduled with it.
-func (d *Decider) finish(rec store.Record, req *aah.Request, answers map[string]aah.Answer, by aah.Person, ch *store.Change, outcome string) *store.Change {
+func (d *Decider) finish(rec store.Record, req *aah.Request, answers map[string]aah.Answer, by aah.Person, role string, ch *store.Change, outcome string) *store.Change {
 	now := d.now().UTC()
 	resp := aah.BuildResponse(req, answers, aah.ResponseOptions{
-		ID: "aah_decision_resp_" + uuid.NewString(), CreatedAt: now, ResolvedBy: by, Outcome: outcome,
+		ID: "aah_decision_resp_" + uuid.NewString(), CreatedAt: now, ResolvedBy: by, ResolverRole: role, Outcome: outcome,
 	})
 	ch.Status = aah.StatusResolved
 	event := "resolved"
@@ -423,7 +425,9 @@ func (d *Decider) finish(rec store.Record, req *aah.Request, answers map[string]
 	ch.Set["response"] = string(resp.JSON())
 	ch.Set["resolved_ms"] = now.UnixMilli()
 	ch.Set["resolved_by"] = mustPerson(by)
-	if rec.ResponseURL != "" {
+	if rec.ResponseURL != "" && req.CallbackURL() != "" {
+		// expects_response: false sends nothing (records stored before
+		// intake dropped the URL for it too); GET and long polls still serve it.
 		ch.Set["delivery_state"] = store.DeliveryPending
 		ch.Set["webhook_id"] = "msg_" + resp.Artifact.ID
 		ch.Jobs = append(ch.Jobs, store.JobAt{ID: store.JobID(store.JobDeliver, rec.ID), At: now})
