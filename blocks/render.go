@@ -227,7 +227,7 @@ func (r *renderer) requestActions() *slack.ActionBlock {
 	if len(r.req.Data.Decisions) > 1 {
 		submit := slack.NewButtonBlockElement(ActionSubmit, RequestScope, plainText("Submit decisions"))
 		submit.Style = slack.StylePrimary
-		submit.Confirm = confirm("Submit?", "This sends every answer to the agent. Unanswered optional decisions take their defaults.", "Submit")
+		submit.Confirm = confirm("Submit?", "This sends every answer to the agent, including the defaults shown selected. Other unanswered optional decisions take their defaults.", "Submit")
 		elems = append(elems, submit)
 	}
 	if len(elems) == 0 {
