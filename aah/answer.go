@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -22,13 +23,21 @@ type Answer struct {
 	// Value is typed by decision type: bool (approval), string (choice, text,
 	// date), []string (multi_choice), float64 (number). Nil while only a
 	// comment was given.
-	Value     any       `json:"value"`
-	Comment   string    `json:"comment,omitempty"`
-	CommentBy Person    `json:"comment_by,omitzero"` // who wrote Comment
+	Value any `json:"value"`
+	// Comments holds every person's comment on the decision, one per person
+	// (their latest: writing again replaces theirs, the audit keeps every
+	// version), in the order people first commented. Another person's answer
+	// or comment never removes one.
+	Comments  []Comment `json:"comments,omitempty"`
 	By        Person    `json:"by"`
 	At        time.Time `json:"at"`
 	Defaulted bool      `json:"defaulted,omitempty"` // took the decision's default at resolution
 	TimedOut  bool      `json:"timed_out,omitempty"` // given by the on_deadline action (approve/reject)
+	// DefaultAccepted says the person By submitted the request while the
+	// decision's control showed its default preselected (see
+	// Decision.PreselectedDefault): they accepted what they saw, so the
+	// answer is theirs, At is when they submitted, and it is marked so.
+	DefaultAccepted bool `json:"default_accepted,omitempty"`
 	// Signoffs are the verdicts of an approval decision that needs several
 	// (Rules.Gated); Value is what they settle to (Rules.Settle).
 	Signoffs []Signoff `json:"signoffs,omitempty"`
@@ -36,6 +45,71 @@ type Answer struct {
 
 // Answered reports whether the answer carries a value (not just a comment).
 func (a Answer) Answered() bool { return a.Value != nil }
+
+// Comment is one person's comment on a decision.
+type Comment struct {
+	By Person `json:"by"`
+	// At is when they wrote it; zero for a comment stored before comment
+	// times were kept.
+	At   time.Time `json:"at,omitzero"`
+	Text string    `json:"text"`
+}
+
+// CommentOf returns the comment the person (a Slack user id) left.
+func (a Answer) CommentOf(personID string) (Comment, bool) {
+	for _, c := range a.Comments {
+		if c.By.ID == personID {
+			return c, true
+		}
+	}
+	return Comment{}, false
+}
+
+// WithComment returns the answer with c as c.By's comment, replacing theirs
+// in place (or appending it); blank text removes theirs. Other people's
+// comments are kept. The receiver's list is not modified.
+func (a Answer) WithComment(c Comment) Answer {
+	out := make([]Comment, 0, len(a.Comments)+1)
+	found := false
+	for _, have := range a.Comments {
+		if have.By.ID != c.By.ID {
+			out = append(out, have)
+			continue
+		}
+		found = true
+		if strings.TrimSpace(c.Text) != "" {
+			out = append(out, c)
+		}
+	}
+	if !found && strings.TrimSpace(c.Text) != "" {
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	a.Comments = out
+	return a
+}
+
+// Rationale is the comment the response's single "comment" field carries
+// (seed 000 §5: the answer's rationale). For an answer a person gave it is
+// their own comment, or none: someone else's comment does not explain their
+// answer. When nobody answered by hand (unanswered, a default, an
+// on_deadline action) it is the latest comment anyone left. ok is false
+// when there is none.
+func (a Answer) Rationale() (Comment, bool) {
+	if a.Answered() && !a.Defaulted && !a.TimedOut && a.By.ID != "" {
+		return a.CommentOf(a.By.ID)
+	}
+	var latest Comment
+	ok := false
+	for _, c := range a.Comments {
+		if !ok || !c.At.Before(latest.At) {
+			latest, ok = c, true
+		}
+	}
+	return latest, ok
+}
 
 // UnmarshalJSON restores Value's type, which JSON alone loses ([]any, float64).
 func (a *Answer) UnmarshalJSON(b []byte) error {

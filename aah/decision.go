@@ -26,6 +26,9 @@ var (
 	decisionIDPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 	slackChannelPattern = regexp.MustCompile(`^(?:[CGD][A-Z0-9]{2,20}|#?[a-z0-9][a-z0-9_-]{0,79})$`)
 	slackUserPattern    = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
+	userGroupPattern    = regexp.MustCompile(`^S[A-Z0-9]{2,20}$`)
+	channelIDPattern    = regexp.MustCompile(`^[CG][A-Z0-9]{2,20}$`)
+	channelNamePattern  = regexp.MustCompile(`^#[a-z0-9][a-z0-9_-]{0,79}$`)
 )
 
 // ValidRequestID reports whether s can be a request id.
@@ -350,4 +353,33 @@ func ParseDateValue(s string) (time.Time, error) {
 		return t, nil
 	}
 	return time.Time{}, fmt.Errorf("must be an ISO 8601 date (2026-02-17) or date-time with a time zone, got %q", s)
+}
+
+// PreselectedDefault is the value a reviewer sees already selected in the
+// decision's Slack control before touching it: a choice menu's initial
+// option, a multi-select's initial options, a date picker's initial date.
+// Approval buttons and the text and number input buttons show no selection,
+// so their defaults are never preselected. ok is false when the control shows
+// nothing selected. A date default given as a date-time is preselected as
+// its calendar date, which is what the picker shows and would send.
+func (d Decision) PreselectedDefault() (v any, ok bool) {
+	switch d.Type {
+	case TypeChoice:
+		s, isString := d.Default.(string)
+		return s, isString && hasOption(d, s)
+	case TypeMultiChoice:
+		picked, isList := d.Default.([]string)
+		return picked, isList && len(picked) > 0
+	case TypeDate:
+		s, isString := d.Default.(string)
+		if !isString {
+			return nil, false
+		}
+		t, err := ParseDateValue(s)
+		if err != nil {
+			return nil, false
+		}
+		return t.Format(DateOnlyLayout), true
+	}
+	return nil, false
 }

@@ -368,6 +368,11 @@ func (p *parser) escalation(n node, r *Request) {
 			continue
 		}
 		step := EscalationStep{AfterRaw: p.str(sn.field("after"), true), To: p.str(sn.field("to"), true)}
+		if step.To != "" && !p.opts.Stored && !ValidEscalationTarget(step.To) {
+			// Stored requests were accepted before this check: they still
+			// read, and their escalation records why the step failed.
+			p.fail(sn.field("to"), "%q is not a target approvalbot can escalate to; use %s", step.To, EscalationTargetForms)
+		}
 		if step.AfterRaw != "" {
 			d, err := ParseDuration(step.AfterRaw)
 			if err != nil {
@@ -380,6 +385,20 @@ func (p *parser) escalation(n node, r *Request) {
 		}
 		r.Data.Escalation = append(r.Data.Escalation, step)
 	}
+}
+
+// EscalationTargetForms lists the forms of data.escalation[].to that
+// escalation resolves (see bot/escalation.go).
+const EscalationTargetForms = "a Slack user id (U…/W…), an email address of a Slack user, " +
+	"a Slack user group id (S…), a channel id (C…/G…) or a channel name (#approvals)"
+
+// ValidEscalationTarget reports whether to has one of the forms escalation
+// resolves (EscalationTargetForms). Whether it names someone is only known
+// when the step runs.
+func ValidEscalationTarget(to string) bool {
+	to = strings.TrimSpace(to)
+	return IsSlackUserID(to) || looksLikeEmail(to) || userGroupPattern.MatchString(to) ||
+		channelIDPattern.MatchString(to) || channelNamePattern.MatchString(to)
 }
 
 func (p *parser) handoff(n node, r *Request) {

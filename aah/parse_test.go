@@ -361,15 +361,20 @@ func badCases() []badCase {
 		{name: "escalation after missing", edits: []edit{del(esc + ".after")}, want: one(esc+".after", "is required")},
 		{name: "escalation to missing", edits: []edit{del(esc + ".to")}, want: one(esc+".to", "is required")},
 		{name: "escalation to blank", edits: []edit{set(esc+".to", "")}, want: one(esc+".to", "must not be empty")},
+		{name: "escalation to a role", edits: []edit{set(esc+".to", "role:finance")},
+			want: one(esc+".to", `"role:finance" is not a target approvalbot can escalate to; use a Slack user id (U…/W…), an email address`)},
+		{name: "escalation to a bare word", edits: []edit{set(esc+".to", "foo")}, want: one(esc+".to", "user group id (S…), a channel id (C…/G…) or a channel name (#approvals)")},
+		{name: "escalation to a display name", edits: []edit{set(esc+".to", "Ann Lee <ann@example.com>")}, want: one(esc+".to", "is not a target")},
+		{name: "escalation list step to an agent id", edits: []edit{set(esc, js(`[{"after":"1h","to":"U0LEAD"},{"after":"2h","to":"agent:pm"}]`))}, want: one(esc+"[1].to", "is not a target")},
 		{name: "escalation a string", edits: []edit{set(esc, "24h")}, want: one(esc, "must be an object {after, to} or a list of them, got a string")},
 		{name: "escalation a boolean", edits: []edit{set(esc, true)}, want: one(esc, "got a boolean")},
 		{name: "escalation empty list", edits: []edit{set(esc, js(`[]`))}, want: one(esc, "must hold at least one step")},
-		{name: "escalation list decreasing", edits: []edit{set(esc, js(`[{"after":"48h","to":"lead"},{"after":"24h","to":"manager@example.com"}]`))},
+		{name: "escalation list decreasing", edits: []edit{set(esc, js(`[{"after":"48h","to":"U0LEAD"},{"after":"24h","to":"manager@example.com"}]`))},
 			want: one(esc+"[1].after", "must be later than the previous step (48h0m0s)")},
-		{name: "escalation list equal after in two notations", edits: []edit{set(esc, js(`[{"after":"24h","to":"lead"},{"after":"P1D","to":"vp"}]`))},
+		{name: "escalation list equal after in two notations", edits: []edit{set(esc, js(`[{"after":"24h","to":"U0LEAD"},{"after":"P1D","to":"S0VPS"}]`))},
 			want: one(esc+"[1].after", "must be later than the previous step")},
 		{name: "escalation list step a string", edits: []edit{set(esc, js(`["24h"]`))}, want: one(esc+"[0]", "must be an object, got a string")},
-		{name: "escalation list step missing to", edits: []edit{set(esc, js(`[{"after":"1h","to":"lead"},{"after":"2h"}]`))}, want: one(esc+"[1].to", "is required")},
+		{name: "escalation list step missing to", edits: []edit{set(esc, js(`[{"after":"1h","to":"U0LEAD"},{"after":"2h"}]`))}, want: one(esc+"[1].to", "is required")},
 
 		// Blocking items.
 		{name: "blocking item without description", edits: []edit{del(dataPath + ".blocking[0].description")}, want: one(dataPath+".blocking[0].description", "is required")},
@@ -591,11 +596,11 @@ func goodCases() []goodCase {
 				t.Errorf("Escalation = %+v", s)
 			}
 		}},
-		{name: "escalation chain", edits: []edit{set(esc, js(`[{"after":"4h","to":"lead"},{"after":"1d","to":"manager@example.com"},{"after":"P2W","to":"vp"}]`))}, check: func(t *testing.T, r *aah.Request) {
+		{name: "escalation chain", edits: []edit{set(esc, js(`[{"after":"4h","to":"U0LEAD"},{"after":"1d","to":"manager@example.com"},{"after":"P2W","to":"#vps"}]`))}, check: func(t *testing.T, r *aah.Request) {
 			want := []aah.EscalationStep{
-				{After: 4 * time.Hour, AfterRaw: "4h", To: "lead"},
+				{After: 4 * time.Hour, AfterRaw: "4h", To: "U0LEAD"},
 				{After: 24 * time.Hour, AfterRaw: "1d", To: "manager@example.com"},
-				{After: 14 * 24 * time.Hour, AfterRaw: "P2W", To: "vp"},
+				{After: 14 * 24 * time.Hour, AfterRaw: "P2W", To: "#vps"},
 			}
 			if !reflect.DeepEqual(r.Data.Escalation, want) {
 				t.Errorf("Escalation = %+v, want %+v", r.Data.Escalation, want)

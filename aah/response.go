@@ -7,7 +7,6 @@ import (
 	"math"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // The overall_status values of a decision response (spec §5).
@@ -46,6 +45,13 @@ type ResponseOptions struct {
 	// response's source). The zero Person means the system resolved it
 	// (a deadline), and the source is "system:approvalbot".
 	ResolvedBy Person
+	// ResolverRole is the role ResolvedBy answered in, written to the
+	// response's source.agent_role (seed 000 §4 puts the responder's role
+	// there): the required roles (extensions.slack.required_roles) they
+	// hold, comma-separated; "" omits it. The requesting agent's own
+	// source.agent_role is not copied: the response's source is the
+	// responder.
+	ResolverRole string
 	// Outcome is OutcomeResolved (also when empty) or OutcomeExpired. Any
 	// other value counts as resolved.
 	Outcome string
@@ -94,8 +100,12 @@ type DecisionAnswer struct {
 	Selected any `json:"selected,omitempty"`
 	// Value is a string (text; date, ISO 8601 as answered) or a float64 (number).
 	Value any `json:"value,omitempty"`
-	// Comment is the rationale; nil encodes as null.
+	// Comment is the rationale (see Answer.Rationale): the comment of the
+	// person who answered, else the latest comment; nil encodes as null.
 	Comment *string `json:"comment"`
+	// Comments lists every person's comment on the decision (one each, their
+	// latest), in the order they first commented; absent when there is none.
+	Comments []ResponseComment `json:"comments,omitempty"`
 	// DecidedAt is when a person gave the answer (UTC, to the second).
 	DecidedAt time.Time `json:"decided_at,omitzero"`
 	// DecidedBy names the person, only when more than one person answered
@@ -106,6 +116,11 @@ type DecisionAnswer struct {
 	// TimedOut says nobody answered before the deadline and the request's
 	// on_deadline action (approve or reject) gave this answer.
 	TimedOut bool `json:"timed_out,omitempty"`
+	// DefaultAccepted says the person who submitted the request accepted the
+	// default their control showed preselected (a menu, a multi-select, a
+	// date picker) without changing it: a person's answer, decided_at is
+	// when they submitted, but not a value they picked themselves.
+	DefaultAccepted bool `json:"default_accepted,omitempty"`
 	// Answered is false for a decision nobody answered that has no default.
 	Answered *bool `json:"answered,omitempty"`
 	// Signoffs lists every person's verdict on an approval decision that
@@ -122,6 +137,16 @@ type ResponseSignoff struct {
 	Reason    *string  `json:"reason,omitempty"`
 	// At is when they signed (UTC, to the second).
 	At time.Time `json:"at"`
+}
+
+// ResponseComment is one person's comment on a decision.
+type ResponseComment struct {
+	By     string `json:"by"`      // "human:<Slack user id>"
+	ByName string `json:"by_name"` // their name, or the id when unknown
+	// At is when they wrote it (UTC, to the second); absent for comments
+	// stored before comment times were kept.
+	At   time.Time `json:"at,omitzero"`
+	Text string    `json:"text"`
 }
 
 // ResponseHandoff links the response to its request and the requesting agent.
@@ -175,7 +200,7 @@ func BuildResponse(req *Request, answers map[string]Answer, opts ResponseOptions
 		if name == "" {
 			name = p.ID
 		}
-		resp.Source = Source{AgentID: p.AgentID(), AgentName: name}
+		resp.Source = Source{AgentID: p.AgentID(), AgentName: name, AgentRole: opts.ResolverRole}
 	}
 
 	people := map[string]bool{}
@@ -197,8 +222,22 @@ func BuildResponse(req *Request, answers map[string]Answer, opts ResponseOptions
 
 func decisionAnswer(d Decision, a Answer, namePeople bool) DecisionAnswer {
 	out := DecisionAnswer{DecisionID: d.ID}
-	if c := strings.TrimSpace(a.Comment); c != "" {
-		out.Comment = &a.Comment
+	if c, ok := a.Rationale(); ok && strings.TrimSpace(c.Text) != "" {
+		text := c.Text
+		out.Comment = &text
+	}
+	for _, c := range a.Comments {
+		if strings.TrimSpace(c.Text) == "" {
+			continue
+		}
+		rc := ResponseComment{By: c.By.AgentID(), ByName: c.By.Name, Text: c.Text}
+		if rc.ByName == "" {
+			rc.ByName = c.By.ID
+		}
+		if !c.At.IsZero() {
+			rc.At = stamp(c.At)
+		}
+		out.Comments = append(out.Comments, rc)
 	}
 	for _, so := range a.Signoffs {
 		rs := ResponseSignoff{AgentID: so.By.AgentID(), AgentName: so.By.Name, Approved: so.Approved,
@@ -229,6 +268,7 @@ func decisionAnswer(d Decision, a Answer, namePeople bool) DecisionAnswer {
 		out.Defaulted, out.TimedOut = a.Defaulted, a.TimedOut
 		return out
 	}
+	out.DefaultAccepted = a.DefaultAccepted
 	if !a.At.IsZero() {
 		out.DecidedAt = stamp(a.At)
 	}
@@ -327,158 +367,4 @@ func OverallStatus(req *Request, answers map[string]Answer, outcome string) stri
 		return OverallAllRejected
 	}
 	return OverallPartial
-}
-
-// summaryItem is one decision in the summary.
-type summaryItem struct {
-	group  int    // groupApproved, groupRejected or groupOther
-	prompt string // the decision's prompt
-	value  string // groupOther: the answer as words
-	notes  []string
-}
-
-const (
-	groupApproved = iota
-	groupRejected
-	groupOther
-)
-
-// Summary is data.summary: a deterministic one-paragraph English summary of
-// the answers, at most MaxSummaryLength characters. It lists the approved
-// prompts, the rejected prompts with their comments in parentheses, then
-// every other decision as "<prompt>: <answer>"; answers that took the
-// decision's default are marked "(default)" and decisions nobody answered
-// read "<prompt>: no answer". An expired request's summary starts with
-// "Expired before it was resolved." Long prompts, answers and comments are
-// shortened with "…" to keep within the bound.
-func Summary(req *Request, answers map[string]Answer, outcome string) string {
-	items := make([]summaryItem, 0, len(req.Data.Decisions))
-	for _, d := range req.Data.Decisions {
-		a := answers[d.ID]
-		it := summaryItem{group: groupOther, prompt: oneLine(d.Prompt)}
-		v := answerValue(d, a)
-		if a.Defaulted && v != nil {
-			it.notes = append(it.notes, "default")
-		}
-		switch x := v.(type) {
-		case nil:
-			it.value = "no answer"
-			it.notes = nil
-		case bool:
-			it.group = groupApproved
-			if !x {
-				it.group = groupRejected
-				if c := oneLine(a.Comment); c != "" {
-					it.notes = append(it.notes, c)
-				}
-			}
-		default:
-			it.value = valueWords(d, v)
-		}
-		items = append(items, it)
-	}
-	prefix := ""
-	if outcome == OutcomeExpired {
-		prefix = "Expired before it was resolved."
-	}
-	// Shorten every prompt, answer and comment to ever fewer characters
-	// until the whole fits; as a last resort cut the paragraph itself.
-	for _, limit := range []int{0, 200, 150, 120, 100, 80, 64, 48, 40, 32, 24, 16, 12, 8} {
-		if s := renderSummary(prefix, items, limit); utf8.RuneCountInString(s) <= MaxSummaryLength {
-			return s
-		}
-	}
-	return shorten(renderSummary(prefix, items, 8), MaxSummaryLength)
-}
-
-func renderSummary(prefix string, items []summaryItem, limit int) string {
-	cut := func(s string) string { return shorten(s, limit) }
-	withNotes := func(it summaryItem) string {
-		s := cut(it.prompt)
-		if len(it.notes) > 0 {
-			notes := make([]string, len(it.notes))
-			for i, n := range it.notes {
-				notes[i] = cut(n)
-			}
-			s += " (" + strings.Join(notes, "; ") + ")"
-		}
-		return s
-	}
-	var sentences []string
-	if prefix != "" {
-		sentences = append(sentences, prefix)
-	}
-	for _, g := range []struct {
-		group int
-		label string
-	}{{groupApproved, "Approved: "}, {groupRejected, "Rejected: "}} {
-		var list []string
-		for _, it := range items {
-			if it.group == g.group {
-				list = append(list, withNotes(it))
-			}
-		}
-		if len(list) > 0 {
-			sentences = append(sentences, sentence(g.label+strings.Join(list, ", ")))
-		}
-	}
-	for _, it := range items {
-		if it.group == groupOther {
-			s := strings.TrimSuffix(cut(it.prompt), ":") + ": " + cut(it.value)
-			if len(it.notes) > 0 {
-				s += " (" + strings.Join(it.notes, "; ") + ")"
-			}
-			sentences = append(sentences, sentence(s))
-		}
-	}
-	return strings.Join(sentences, " ")
-}
-
-// valueWords is an answer as the summary writes it: option labels for
-// choices, the number as JSON writes it, text in quotes, a date as given.
-func valueWords(d Decision, v any) string {
-	switch x := v.(type) {
-	case []string:
-		if len(x) == 0 {
-			return "none"
-		}
-		labels := make([]string, len(x))
-		for i, s := range x {
-			labels[i] = oneLine(d.OptionLabel(s))
-		}
-		return strings.Join(labels, ", ")
-	case float64:
-		b, _ := json.Marshal(x)
-		return string(b)
-	case string:
-		switch d.Type {
-		case TypeChoice:
-			return oneLine(d.OptionLabel(x))
-		case TypeText:
-			return `"` + oneLine(x) + `"`
-		}
-		return oneLine(x)
-	}
-	return fmt.Sprint(v)
-}
-
-// sentence ends s with a full stop unless it already ends with one.
-func sentence(s string) string {
-	if strings.HasSuffix(s, ".") {
-		return s
-	}
-	return s + "."
-}
-
-// oneLine collapses runs of white space (newlines included) to one space.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// shorten cuts s to at most limit characters, ending it with "…" when cut;
-// limit 0 means no limit.
-func shorten(s string, limit int) string {
-	if limit <= 0 || utf8.RuneCountInString(s) <= limit {
-		return s
-	}
-	r := []rune(s)
-	return strings.TrimRight(string(r[:limit-1]), " ") + "…"
 }

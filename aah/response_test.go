@@ -31,7 +31,15 @@ const (
 )
 
 func answer(id string, v any, comment string, by aah.Person, at time.Time) aah.Answer {
-	return aah.Answer{DecisionID: id, Value: v, Comment: comment, By: by, At: at}
+	return aah.Answer{DecisionID: id, Value: v, Comments: said(by, at, comment), By: by, At: at}
+}
+
+// said is a person's comment as an answer's comment list (nil for none).
+func said(by aah.Person, at time.Time, text string) []aah.Comment {
+	if text == "" {
+		return nil
+	}
+	return []aah.Comment{{By: by, At: at, Text: text}}
 }
 
 // seedAnswers answers the seed as spec §4 does: d1 and d2 by first, d3 and d4 by second.
@@ -209,8 +217,9 @@ func TestBuildResponseSeedExample(t *testing.T) {
 			"content.body":                    {"data", "schema"},
 			data:                              {"overall_status", "request_id", "responses", "summary"},
 			"handoff":                         {"parent_artifact_ids", "target_agent"},
-			data + ".responses[0]":            {"approved", "comment", "decided_at", "decided_by", "decision_id"},
-			data + ".responses[2]":            {"comment", "decided_at", "decided_by", "decision_id", "selected"},
+			data + ".responses[0]":            {"approved", "comment", "comments", "decided_at", "decided_by", "decision_id"},
+			data + ".responses[1]":            {"approved", "comment", "decided_at", "decided_by", "decision_id"},
+			data + ".responses[2]":            {"comment", "comments", "decided_at", "decided_by", "decision_id", "selected"},
 			data + ".responses[3].decided_by": {"id", "name"},
 		} {
 			var got []string
@@ -268,7 +277,7 @@ func TestBuildResponseDecidedByOnlyWithSeveralPeople(t *testing.T) {
 		{"one person answered everything", alice, alice, nil, false},
 		{"two people", alice, bob, nil, true},
 		{"a second person only commented", alice, alice, func(m map[string]aah.Answer) {
-			m["d4"] = aah.Answer{DecisionID: "d4", Value: true, Defaulted: true, Comment: "I'd rather not", By: bob}
+			m["d4"] = aah.Answer{DecisionID: "d4", Value: true, Defaulted: true, Comments: said(bob, answeredAt, "I'd rather not"), By: bob}
 		}, false},
 		{"a default does not count as a person", alice, alice, func(m map[string]aah.Answer) {
 			m["d4"] = aah.Answer{DecisionID: "d4", Value: true, Defaulted: true}
@@ -379,17 +388,17 @@ func TestBuildResponseDefaultedAndUnanswered(t *testing.T) {
 		"go":    answer("go", true, "", alice, answeredAt),
 		"trial": {DecisionID: "trial", Value: true, Defaulted: true},
 		// Bob commented on the tier but nobody picked one: the default was taken.
-		"tier": {DecisionID: "tier", Value: "pro", Defaulted: true, Comment: "Pro is fine", By: bob},
+		"tier": {DecisionID: "tier", Value: "pro", Defaulted: true, Comments: said(bob, answeredAt, "Pro is fine"), By: bob},
 		// A comment without a value is not an answer.
-		"when": {DecisionID: "when", Comment: "not sure yet", By: bob, At: answeredAt},
+		"when": {DecisionID: "when", Comments: said(bob, answeredAt, "not sure yet"), By: bob, At: answeredAt},
 	}
 	resp := build(req, answers, alice, "")
 	want := []string{
 		`{"decision_id":"go","approved":true,"comment":null,"decided_at":"2026-02-16T14:00:00Z"}`,
 		`{"decision_id":"trial","approved":true,"comment":null,"defaulted":true}`,
-		`{"decision_id":"tier","selected":"pro","comment":"Pro is fine","defaulted":true}`,
+		`{"decision_id":"tier","selected":"pro","comment":"Pro is fine","comments":[{"by":"human:U0BOB","by_name":"Bob Example","at":"2026-02-16T14:00:00Z","text":"Pro is fine"}],"defaulted":true}`,
 		`{"decision_id":"notes","comment":null,"answered":false}`,
-		`{"decision_id":"when","comment":"not sure yet","answered":false}`,
+		`{"decision_id":"when","comment":"not sure yet","comments":[{"by":"human:U0BOB","by_name":"Bob Example","at":"2026-02-16T14:00:00Z","text":"not sure yet"}],"answered":false}`,
 	}
 	got := entries(t, resp)
 	for i := range max(len(got), len(want)) {
@@ -560,7 +569,7 @@ func TestBuildResponseSummary(t *testing.T) {
 		{name: "a defaulted rejection keeps its comment",
 			req: requestOf(t, `{"id":"b","type":"approval","prompt":"Also this?","required":false,"default":false}`),
 			answers: map[string]aah.Answer{
-				"b": {DecisionID: "b", Value: false, Defaulted: true, Comment: "agreed"},
+				"b": {DecisionID: "b", Value: false, Defaulted: true, Comments: said(bob, answeredAt, "agreed")},
 			},
 			want: "Rejected: Also this? (default; agreed).",
 		},
@@ -626,7 +635,7 @@ func TestResponseJSONIsStable(t *testing.T) {
 	t.Parallel()
 	answers := seedAnswers(alice, bob)
 	a := answers["d4"]
-	a.Comment = "Require CC <b>now</b> & always"
+	a.Comments = said(a.By, answeredAt, "Require CC <b>now</b> & always")
 	answers["d4"] = a
 	zone := time.FixedZone("CET", 3600)
 	opts := aah.ResponseOptions{ID: "r1", CreatedAt: resolvedAt.In(zone).Add(987654321 * time.Nanosecond), ResolvedBy: alice}
@@ -670,7 +679,7 @@ func TestResponseJSONIsStable(t *testing.T) {
 	})
 	t.Run("the caller's answers are not changed", func(t *testing.T) {
 		t.Parallel()
-		if !reflect.DeepEqual(answers["d4"].Value, false) || answers["d4"].Comment != a.Comment {
+		if !reflect.DeepEqual(answers["d4"].Value, false) || !reflect.DeepEqual(answers["d4"].Comments, a.Comments) {
 			t.Errorf("answers changed: %+v", answers["d4"])
 		}
 	})

@@ -228,13 +228,27 @@ type ReminderPlan struct {
 	Max   int
 }
 
-// EffectiveDeadline is data.deadline, or handoff.response_deadline when the
-// data has none; zero when neither is set.
+// EffectiveDeadline is the deadline that governs the request (its timers,
+// its message, /approvals' overdue list): the earlier of data.deadline and
+// handoff.response_deadline when both are set, else the one that is; zero
+// when neither is. A response the agent needs by one time cannot wait for
+// a later one.
 func (r *Request) EffectiveDeadline() time.Time {
-	if !r.Data.Deadline.IsZero() {
-		return r.Data.Deadline
+	dl, rd := r.Data.Deadline, r.Handoff.ResponseDeadline
+	if dl.IsZero() || (!rd.IsZero() && rd.Before(dl)) {
+		return rd
 	}
-	return r.Handoff.ResponseDeadline
+	return dl
+}
+
+// CallbackURL is where the response is POSTed: handoff.response_url, or ""
+// when the request says handoff.expects_response: false (the response is
+// still stored, and GET and long polls return it).
+func (r *Request) CallbackURL() string {
+	if r.Handoff.ExpectsResponse != nil && !*r.Handoff.ExpectsResponse {
+		return ""
+	}
+	return r.Handoff.ResponseURL
 }
 
 // Decision returns the decision with the given id.

@@ -14,7 +14,7 @@ import (
 // prompt of MaxPromptLength plus all of them stays under MaxSectionText.
 const (
 	valueBudget   = 200 // a default or answer value
-	commentBudget = 300 // an answer's comment
+	commentBudget = 330 // every comment on the decision with its author, together
 )
 
 // decisionBlocks renders one decision as two blocks: a section with the
@@ -117,7 +117,7 @@ func valueText(d aah.Decision, v any) string {
 	return out
 }
 
-// answerText is the recorded answer line (with its comment), or while
+// answerText is the recorded answer line with every comment, or while
 // closed, "No answer".
 func (r *renderer) answerText(d aah.Decision, a aah.Answer, answered bool) string {
 	if !answered || !a.Answered() {
@@ -125,8 +125,8 @@ func (r *renderer) answerText(d aah.Decision, a aah.Answer, answered bool) strin
 		if !r.open() {
 			s = "\n:heavy_minus_sign: _No answer_"
 		}
-		if answered && a.Comment != "" {
-			s += "\n:speech_balloon: " + commentText(a)
+		if answered {
+			s += commentLines(a)
 		}
 		return s
 	}
@@ -137,40 +137,72 @@ func (r *renderer) answerText(d aah.Decision, a aah.Answer, answered bool) strin
 			icon = ":x:"
 		}
 	}
+	if a.TimedOut {
+		// Nobody gave this answer: the icon must not read as a person's verdict.
+		icon = ":hourglass:"
+	}
 	s := fmt.Sprintf("\n%s *%s*", icon, valueText(d, a.Value))
 	switch {
 	case a.Defaulted:
 		s += " _(default: nobody answered)_"
+	case a.TimedOut:
+		s += fmt.Sprintf(" _(timed out: nobody answered before the deadline; on_deadline is %s)_", r.req.OnDeadline)
+	case a.By.ID != "" && a.DefaultAccepted:
+		s += fmt.Sprintf(" by <@%s> _(accepted the default shown)_", a.By.ID)
 	case a.By.ID != "":
 		s += fmt.Sprintf(" by <@%s>", a.By.ID)
 	}
-	if !a.At.IsZero() && !a.Defaulted {
+	if !a.At.IsZero() && !a.Defaulted && !a.TimedOut {
 		s += " " + slackDate(a.At)
 	}
-	if a.Comment != "" {
-		s += "\n> " + commentText(a)
-	}
-	return s
+	return s + commentLines(a)
 }
 
-// commentText is a comment on one line (newlines would multiply the quote
-// markers past the section's budget), with its author when that is not the
-// person who answered.
-func commentText(a aah.Answer) string {
-	c, _ := fit(strings.Join(strings.Fields(a.Comment), " "), commentBudget, "…")
-	if a.CommentBy.ID != "" && a.CommentBy.ID != a.By.ID {
-		c += fmt.Sprintf(" — <@%s>", a.CommentBy.ID)
-	} else if !a.Answered() && a.By.ID != "" {
-		c = fmt.Sprintf("<@%s>: %s", a.By.ID, c)
+// commentLines quotes every comment, each on one line (newlines would
+// multiply the quote markers past the section's budget) and named by its
+// author unless that is the person who answered. Together they stay within
+// commentBudget: each comment gets an equal share (at least
+// minCommentShare), and the earliest that do not fit are counted instead.
+func commentLines(a aah.Answer) string {
+	var list []aah.Comment
+	for _, c := range a.Comments {
+		if strings.TrimSpace(c.Text) != "" {
+			list = append(list, c)
+		}
 	}
-	return c
+	if len(list) == 0 {
+		return ""
+	}
+	shown := min(len(list), commentBudget/minCommentShare)
+	share := commentBudget/shown - commentAuthorRoom
+	var b strings.Builder
+	if hidden := len(list) - shown; hidden > 0 {
+		fmt.Fprintf(&b, "\n_…%d earlier comments are in the response and the audit trail_", hidden)
+	}
+	for _, c := range list[len(list)-shown:] {
+		text, _ := fit(strings.Join(strings.Fields(c.Text), " "), share, "…")
+		if !a.Answered() || c.By.ID != a.By.ID || a.Defaulted || a.TimedOut {
+			text += fmt.Sprintf(" — <@%s>", c.By.ID)
+		}
+		b.WriteString("\n> " + text)
+	}
+	return b.String()
 }
+
+// minCommentShare is the least room one comment gets in the message;
+// commentAuthorRoom is what its " — <@U…>" attribution and quote take.
+const (
+	minCommentShare   = 110
+	commentAuthorRoom = 30
+)
 
 // controls builds a decision's interactive elements. The current answer (or
-// else the default) is preselected so the control shows what will be sent.
+// else the default, see aah.Decision.PreselectedDefault) is preselected so
+// the control shows what will be sent: Submit records a preselected default
+// as the submitter's answer.
 func (r *renderer) controls(d aah.Decision, a aah.Answer, answered bool, details bool) *slack.ActionBlock {
 	var elems []slack.BlockElement
-	current := d.Default
+	current, _ := d.PreselectedDefault()
 	answered = answered && a.Answered()
 	if answered {
 		current = a.Value

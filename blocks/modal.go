@@ -53,7 +53,7 @@ func ParseModalRef(s string) (ModalRef, bool) {
 
 // InputModal asks for a text or number answer, honouring the decision's
 // constraints in the input itself, with an optional comment.
-func InputModal(req *aah.Request, d aah.Decision, current aah.Answer, ref ModalRef) slack.ModalViewRequest {
+func InputModal(req *aah.Request, d aah.Decision, current aah.Answer, comment string, ref ModalRef) slack.ModalViewRequest {
 	var element slack.BlockElement
 	initial := current.Value
 	if initial == nil {
@@ -90,13 +90,14 @@ func InputModal(req *aah.Request, d aah.Decision, current aah.Answer, ref ModalR
 	}
 	label := plain(d.Prompt, MaxPromptLength)
 	input := slack.NewInputBlock(BlockValue, plainLabel(label), hintFor(d), element)
-	blocks := []slack.Block{section(headerLine(req, d)), input, commentInput(current.Comment, true)}
+	blocks := []slack.Block{section(headerLine(req, d)), input, commentInput(comment, true)}
 	return modal(ModalInput, "Your answer", "Submit", ref, blocks)
 }
 
-// CommentModal asks for a comment on a decision.
-func CommentModal(req *aah.Request, d aah.Decision, current aah.Answer, ref ModalRef) slack.ModalViewRequest {
-	blocks := []slack.Block{section(headerLine(req, d)), commentInput(current.Comment, false)}
+// CommentModal asks for a person's comment on a decision; comment is the
+// one they left before, which saving replaces.
+func CommentModal(req *aah.Request, d aah.Decision, comment string, ref ModalRef) slack.ModalViewRequest {
+	blocks := []slack.Block{section(headerLine(req, d)), commentInput(comment, false)}
 	return modal(ModalComment, "Comment", "Save", ref, blocks)
 }
 
@@ -147,22 +148,12 @@ func DetailsModal(req *aah.Request, d aah.Decision, ref ModalRef) slack.ModalVie
 
 const maxModalBlocks = 100
 
-// chunks splits long mrkdwn into sections of at most MaxSectionText,
-// preferring line breaks.
+// chunks splits long mrkdwn into sections of at most MaxSectionText, on
+// safe boundaries (see splitText).
 func chunks(s string) []slack.Block {
 	var out []slack.Block
-	for s != "" {
-		r := []rune(s)
-		if len(r) <= MaxSectionText {
-			out = append(out, section(s))
-			break
-		}
-		cut := string(r[:MaxSectionText])
-		if i := strings.LastIndex(cut, "\n"); i > MaxSectionText/2 {
-			cut = cut[:i]
-		}
-		out = append(out, section(cut))
-		s = strings.TrimPrefix(s[len(cut):], "\n")
+	for _, piece := range splitText(s, MaxSectionText) {
+		out = append(out, section(piece))
 	}
 	return out
 }

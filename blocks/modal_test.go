@@ -21,9 +21,9 @@ func TestModalsGolden(t *testing.T) {
 		return blocks.ModalRef{RequestID: "req-fixture", DecisionID: d, Channel: "C0APPROVALS"}
 	}
 	cases := map[string]any{
-		"modal_input_text":   blocks.InputModal(text, text.Data.Decisions[0], aah.Answer{}, ref("tagline")),
-		"modal_input_number": blocks.InputModal(number, number.Data.Decisions[0], aah.Answer{Value: 7500.0, Comment: "Q2 push"}, ref("budget")),
-		"modal_comment":      blocks.CommentModal(text, text.Data.Decisions[0], aah.Answer{Comment: "Earlier thought"}, ref("tagline")),
+		"modal_input_text":   blocks.InputModal(text, text.Data.Decisions[0], aah.Answer{}, "", ref("tagline")),
+		"modal_input_number": blocks.InputModal(number, number.Data.Decisions[0], aah.Answer{Value: 7500.0}, "Q2 push", ref("budget")),
+		"modal_comment":      blocks.CommentModal(text, text.Data.Decisions[0], "Earlier thought", ref("tagline")),
 		"modal_details":      blocks.DetailsModal(long, long.Data.Decisions[0], ref("long")),
 	}
 	for name, view := range cases {

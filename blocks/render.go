@@ -155,6 +155,10 @@ func (r *renderer) statusBanner() string {
 		if r.st.ResolvedBy.ID != "" {
 			return fmt.Sprintf(":white_check_mark: *Resolved* by <@%s>%s. The agent has been sent the decisions below.", r.st.ResolvedBy.ID, at)
 		}
+		if r.hasTimedOut() {
+			return fmt.Sprintf(":hourglass: *Resolved at the deadline*%s by its on_deadline action (%s): "+
+				"answers marked timed out were given by nobody.", at, r.req.OnDeadline)
+		}
 		return ":white_check_mark: *Resolved*" + at + "."
 	case aah.StatusEscalated:
 		if len(r.st.EscalatedTo) > 0 {
@@ -223,7 +227,7 @@ func (r *renderer) requestActions() *slack.ActionBlock {
 	if len(r.req.Data.Decisions) > 1 {
 		submit := slack.NewButtonBlockElement(ActionSubmit, RequestScope, plainText("Submit decisions"))
 		submit.Style = slack.StylePrimary
-		submit.Confirm = confirm("Submit?", "This sends every answer to the agent. Unanswered optional decisions take their defaults.", "Submit")
+		submit.Confirm = confirm("Submit?", "This sends every answer to the agent, including the defaults shown selected. Other unanswered optional decisions take their defaults.", "Submit")
 		elems = append(elems, submit)
 	}
 	if len(elems) == 0 {
@@ -244,17 +248,33 @@ func confirm(title, text, ok string) *slack.ConfirmationBlockObject {
 		slack.NewTextBlockObject(slack.PlainTextType, "Cancel", false, false))
 }
 
+// progressLine counts the decisions people answered; values nobody gave (a
+// default taken, an on_deadline action) are counted apart.
 func (r *renderer) progressLine() string {
-	total, required, answered := len(r.req.Data.Decisions), 0, 0
+	total, required, answered, defaulted, timedOut := len(r.req.Data.Decisions), 0, 0, 0, 0
 	for _, d := range r.req.Data.Decisions {
 		if d.Required {
 			required++
 		}
-		if a, ok := r.st.Answers[d.ID]; ok && a.Answered() && !a.Defaulted {
+		a, ok := r.st.Answers[d.ID]
+		switch {
+		case !ok || !a.Answered():
+		case a.Defaulted:
+			defaulted++
+		case a.TimedOut:
+			timedOut++
+		default:
 			answered++
 		}
 	}
-	return fmt.Sprintf(":bar_chart: %d of %d answered (%d required) · ID `%s`", answered, total, required, r.req.Artifact.ID)
+	line := fmt.Sprintf(":bar_chart: %d of %d answered (%d required)", answered, total, required)
+	if defaulted > 0 {
+		line += fmt.Sprintf(" · %d took the default", defaulted)
+	}
+	if timedOut > 0 {
+		line += fmt.Sprintf(" · %d timed out", timedOut)
+	}
+	return line + fmt.Sprintf(" · ID `%s`", r.req.Artifact.ID)
 }
 
 func (r *renderer) fallbackText() string {
@@ -272,4 +292,14 @@ func (r *renderer) fallbackText() string {
 		s = fmt.Sprintf("Decision needed: %s (from %s, %d decisions)", title, who, len(r.req.Data.Decisions))
 	}
 	return plain(escape(s), MaxFallbackText)
+}
+
+// hasTimedOut reports whether an on_deadline action gave any answer.
+func (r *renderer) hasTimedOut() bool {
+	for _, a := range r.st.Answers {
+		if a.TimedOut {
+			return true
+		}
+	}
+	return false
 }

@@ -57,6 +57,11 @@ func parse(t *testing.T, raw []byte) *aah.Request {
 	return req
 }
 
+// said is one person's comment as an answer's comment list.
+func said(by string, at time.Time, text string) []aah.Comment {
+	return []aah.Comment{{By: aah.Person{ID: by}, At: at, Text: text}}
+}
+
 func pending() blocks.State {
 	return blocks.State{Status: aah.StatusPending, Version: 1, ReceivedAt: seedNow}
 }
@@ -70,10 +75,10 @@ func TestRenderGolden(t *testing.T) {
 	seed := parse(t, seedRaw)
 	answeredAt := seedNow.Add(4*time.Hour + 30*time.Minute)
 	answers := map[string]aah.Answer{
-		"d1": {Value: true, Comment: "Good segmentation", By: aah.Person{ID: "U0ALICE"}, At: answeredAt},
+		"d1": {Value: true, Comments: said("U0ALICE", answeredAt, "Good segmentation"), By: aah.Person{ID: "U0ALICE"}, At: answeredAt},
 		"d2": {Value: true, By: aah.Person{ID: "U0ALICE"}, At: answeredAt},
-		"d3": {Value: "next_week", Comment: "Align with newsletter schedule", By: aah.Person{ID: "U0BOB"}, At: answeredAt},
-		"d4": {Value: false, Comment: "Require CC to reduce spam signups", By: aah.Person{ID: "U0BOB"}, At: answeredAt},
+		"d3": {Value: "next_week", Comments: said("U0BOB", answeredAt, "Align with newsletter schedule"), By: aah.Person{ID: "U0BOB"}, At: answeredAt},
+		"d4": {Value: false, Comments: said("U0BOB", answeredAt, "Require CC to reduce spam signups"), By: aah.Person{ID: "U0BOB"}, At: answeredAt},
 	}
 	cases := map[string]struct {
 		req *aah.Request
@@ -85,6 +90,28 @@ func TestRenderGolden(t *testing.T) {
 		"seed000.resolved":  {seed, blocks.State{Status: aah.StatusResolved, Version: 6, ReceivedAt: seedNow, Answers: answers, ClosedAt: answeredAt}},
 		"seed000.withdrawn": {seed, blocks.State{Status: aah.StatusWithdrawn, Version: 2, ReceivedAt: seedNow, ClosedAt: seedNow.Add(time.Hour)}},
 	}
+	// Resolved at the deadline by on_deadline: reject; d3 took its default.
+	timedOut := *seed
+	timedOut.OnDeadline = aah.DeadlineReject
+	cases["seed000.timed_out"] = struct {
+		req *aah.Request
+		st  blocks.State
+	}{&timedOut, blocks.State{Status: aah.StatusResolved, Version: 4, ReceivedAt: seedNow, ClosedAt: answeredAt,
+		Answers: map[string]aah.Answer{
+			"d1": answers["d1"],
+			"d2": {DecisionID: "d2", Value: false, TimedOut: true},
+			"d3": {DecisionID: "d3", Value: "next_week", Defaulted: true},
+			"d4": {DecisionID: "d4", Value: false, TimedOut: true},
+		}}}
+	// Bob submitted with d3's preselected default.
+	cases["seed000.default_accepted"] = struct {
+		req *aah.Request
+		st  blocks.State
+	}{seed, blocks.State{Status: aah.StatusResolved, Version: 5, ReceivedAt: seedNow, ClosedAt: answeredAt,
+		ResolvedBy: aah.Person{ID: "U0BOB"}, Answers: map[string]aah.Answer{
+			"d1": answers["d1"], "d2": answers["d2"], "d4": answers["d4"],
+			"d3": {DecisionID: "d3", Value: "next_week", By: aah.Person{ID: "U0BOB"}, At: answeredAt, DefaultAccepted: true},
+		}}}
 	for name, dec := range decisionFixtures {
 		cases["type_"+name+".pending"] = struct {
 			req *aah.Request
@@ -144,8 +171,9 @@ func TestWorstCaseSectionsFitSlack(t *testing.T) {
 	comment := strings.Repeat("\n", 150) + strings.Repeat("why ", 200)
 	for _, st := range []aah.Status{aah.StatusPartial, aah.StatusResolved} {
 		msg := blocks.Render(req, blocks.State{Status: st, Version: 2, Answers: map[string]aah.Answer{
-			"big": {DecisionID: "big", Value: strings.Repeat("answer ", 400), Comment: comment,
-				By: aah.Person{ID: "U0ALICE"}, CommentBy: aah.Person{ID: "U0BOB"}}}})
+			"big": {DecisionID: "big", Value: strings.Repeat("answer ", 400),
+				Comments: append(said("U0BOB", seedNow, comment), said("U0CAROL", seedNow, comment+"&<>")...),
+				By:       aah.Person{ID: "U0ALICE"}}}})
 		checkSlackLimits(t, msg)
 	}
 	// A prompt that only grows past the limit once escaped is refused at intake.

@@ -32,7 +32,7 @@ func TestSignoffGolden(t *testing.T) {
 	rejected := bob
 	rejected.Approved, rejected.Reason = false, "Not before the audit"
 	veto := rules.Settle(aah.Answer{DecisionID: "ship", Signoffs: []aah.Signoff{alice, rejected},
-		Comment: "Not before the audit", CommentBy: bob.By})
+		Comments: []aah.Comment{{By: bob.By, At: rejected.At, Text: "Not before the audit"}}})
 	cases := map[string]blocks.State{
 		"signoff.pending":  {Status: aah.StatusPending, Version: 1, ReceivedAt: seedNow},
 		"signoff.partial":  {Status: aah.StatusPartial, Version: 2, ReceivedAt: seedNow, Answers: map[string]aah.Answer{"ship": one}},

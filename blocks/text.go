@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -100,3 +101,112 @@ func Escape(s string) string { return escape(s) }
 
 // Date is Slack's reader-local date formatting of t, with a UTC fallback.
 func Date(t time.Time) string { return slackDate(t) }
+
+// splitText splits mrkdwn into pieces of at most limit runes, for text too
+// long for one section. It cuts at the last line break in the second half of
+// the window, else at the last space there, else at the last safe place in
+// the window; a safe place is never inside an "&…;" escape, a "<…>" link or
+// mention, a multi-byte rune or a grapheme (a letter and its combining marks,
+// an emoji sequence). The white space at a cut is dropped, and so are pieces
+// that would hold nothing else. Only a single token or grapheme longer than
+// limit (never the case for a section's 3000) is cut where it must be.
+func splitText(s string, limit int) []string {
+	var out []string
+	for s != "" {
+		cut := len(s)
+		if utf8.RuneCountInString(s) > limit {
+			cut = cutPoint(s, limit)
+		}
+		if piece := strings.TrimRight(s[:cut], " \t\n"); strings.TrimSpace(piece) != "" {
+			out = append(out, piece)
+		}
+		s = strings.TrimLeft(s[cut:], " \t\n")
+	}
+	return out
+}
+
+// cutPoint is the byte index at which splitText cuts s (longer than limit
+// runes): s[:cut] holds between 1 and limit runes.
+func cutPoint(s string, limit int) int {
+	var line, space, safe, tokenStart int
+	var lineN, spaceN int
+	token := rune(0) // '&' or '<' while inside an escape or a link
+	n := 0
+	prev := rune(-1)
+	for i, r := range s {
+		// Position i: s[:i] holds n runes.
+		if n > 0 && token == 0 && graphemeBoundary(prev, r) {
+			safe = i
+			switch {
+			case prev == '\n':
+				line, lineN = i, n
+			case prev == ' ' || prev == '\t':
+				space, spaceN = i, n
+			}
+		}
+		if n == limit {
+			break
+		}
+		if token == '&' && r != ';' && r != '#' && !isASCIIAlnum(r) {
+			token = 0 // a bare "&": not an escape
+		}
+		switch {
+		case token == '&' && r == ';', token == '<' && r == '>':
+			token = 0
+		case token == 0 && (r == '&' || r == '<'):
+			token, tokenStart = r, i
+		}
+		prev = r
+		n++
+	}
+	switch {
+	case line > 0 && lineN >= limit/2:
+		return line
+	case space > 0 && spaceN >= limit/2:
+		return space
+	case safe > 0:
+		return safe
+	case tokenStart > 0:
+		return tokenStart // a token longer than the window: cut before it
+	}
+	// One grapheme or token longer than the window: cut at a rune boundary.
+	n = 0
+	for i := range s {
+		if n == limit {
+			return i
+		}
+		n++
+	}
+	return len(s)
+}
+
+func isASCIIAlnum(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+}
+
+// graphemeBoundary reports whether a cut between prev and r is a grapheme
+// boundary, conservatively: never before a combining mark, a variation
+// selector, an emoji modifier or tag, a Hangul vowel or final consonant;
+// never on either side of a zero-width joiner; never inside CR LF or between
+// two regional indicators (a flag).
+func graphemeBoundary(prev, r rune) bool {
+	switch {
+	case prev == '\r' && r == '\n':
+		return false
+	case prev == '\u200d' || r == '\u200d':
+		return false
+	case unicode.In(r, unicode.Mn, unicode.Me, unicode.Mc):
+		return false
+	case r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF: // variation selectors
+		return false
+	case r >= 0x1F3FB && r <= 0x1F3FF, r >= 0xE0020 && r <= 0xE007F: // emoji modifiers, tags
+		return false
+	case r >= 0x1160 && r <= 0x11FF, r >= 0xD7B0 && r <= 0xD7FF: // Hangul jamo V and T
+		return false
+	case isRegionalIndicator(prev) && isRegionalIndicator(r):
+		return false
+	}
+	return true
+}
+
+func isRegionalIndicator(r rune) bool { return r >= 0x1F1E6 && r <= 0x1F1FF }

@@ -29,7 +29,7 @@ func reminderFixture() (*aah.Request, store.Record) {
 		Mentions: []string{"<@U0ALICE>", "<@U0BOB>", "nobody@example.com"},
 		Answers: map[string]aah.Answer{
 			"d1": {DecisionID: "d1", Value: true, By: aah.Person{ID: "U0ALICE"}},
-			"d3": {DecisionID: "d3", Comment: "just a comment", By: aah.Person{ID: "U0BOB"}},
+			"d3": {DecisionID: "d3", Comments: []aah.Comment{{By: aah.Person{ID: "U0BOB"}, Text: "just a comment"}}, By: aah.Person{ID: "U0BOB"}},
 		},
 		Slack: store.SlackState{Channel: "C1", TS: "1.2", Permalink: "https://example.slack.com/archives/C1/p12"},
 	}

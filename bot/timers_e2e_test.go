@@ -540,7 +540,8 @@ func TestEscalationChain(t *testing.T) {
 }
 
 // Targets that cannot be resolved are recorded and audited; the request
-// stays pending and answerable by its reviewers.
+// stays pending and answerable by its reviewers. (A target of an unknown
+// form, such as a role name, is refused at intake instead.)
 func TestEscalationUnresolvedTargets(t *testing.T) {
 	t.Parallel()
 	clk := newFakeClock()
@@ -548,7 +549,7 @@ func TestEscalationUnresolvedTargets(t *testing.T) {
 	h.startJobs()
 	now := clk.Now()
 	id := h.postAndWait(escalating(t, "esc-unresolved", now, []string{"U0ALICE"},
-		[]any{step("1h", "nobody@example.com"), step("2h", "some-role")}))
+		[]any{step("1h", "nobody@example.com"), step("2h", "S0NOGROUP")}))
 	clk.Set(now.Add(2*time.Hour + time.Second))
 	eventually(t, "both steps recorded", func() bool { return len(h.record(id).EscalatedSteps) == 2 })
 	h.waitIdle()
@@ -556,7 +557,7 @@ func TestEscalationUnresolvedTargets(t *testing.T) {
 	if rec.Status != aah.StatusPending || len(rec.EscalatedTo) != 0 {
 		t.Errorf("status %s, escalated_to %v; want pending, nobody", rec.Status, rec.EscalatedTo)
 	}
-	for _, want := range []string{"nobody@example.com", "users_not_found", "some-role"} {
+	for _, want := range []string{"nobody@example.com", "users_not_found", "S0NOGROUP", "no_such_subteam"} {
 		if !strings.Contains(rec.EscalationError, want) {
 			t.Errorf("escalation_error %q lacks %q", rec.EscalationError, want)
 		}
@@ -567,7 +568,7 @@ func TestEscalationUnresolvedTargets(t *testing.T) {
 			failed[fmt.Sprint(e.Data["to"])] = e.Data["reason"] != ""
 		}
 	}
-	if !failed["nobody@example.com"] || !failed["some-role"] {
+	if !failed["nobody@example.com"] || !failed["S0NOGROUP"] {
 		t.Errorf("escalation_failed audit: %v", failed)
 	}
 	// The agent sees it too.

@@ -130,9 +130,12 @@ func (s *Slack) openModal(ctx context.Context, action, triggerID, requestID, dec
 	var view slack.ModalViewRequest
 	switch action {
 	case blocks.ActionOpenInput:
-		view = blocks.InputModal(req, d, rec.Answers[decisionID], ref)
+		own, _ := rec.Answers[decisionID].CommentOf(by.ID)
+		view = blocks.InputModal(req, d, rec.Answers[decisionID], own.Text, ref)
 	case blocks.ActionComment:
-		view = blocks.CommentModal(req, d, rec.Answers[decisionID], ref)
+		// Each person edits their own comment; others' stay as they are.
+		own, _ := rec.Answers[decisionID].CommentOf(by.ID)
+		view = blocks.CommentModal(req, d, own.Text, ref)
 	case blocks.ActionRejectReason, blocks.ActionRejectAllReason:
 		view = blocks.RejectModal(req, ref)
 	default:

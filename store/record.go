@@ -312,8 +312,7 @@ func decodeRecord(h map[string]string) Record {
 			continue
 		}
 		if decisionID, ok := strings.CutPrefix(k, answerField); ok {
-			var a aah.Answer
-			if json.Unmarshal([]byte(v), &a) == nil {
+			if a, ok := decodeAnswer(v); ok {
 				if rec.Answers == nil {
 					rec.Answers = map[string]aah.Answer{}
 				}
@@ -322,6 +321,32 @@ func decodeRecord(h map[string]string) Record {
 		}
 	}
 	return rec
+}
+
+// decodeAnswer reads an answer field ("ans:<decision id>": the aah.Answer
+// as JSON). Comments are a list, "comments": [{by, at, text}], one per
+// person. Records written before that kept one slot per decision,
+// "comment" and "comment_by" (the last comment only, with no time); such a
+// slot reads as a one-entry list, its author the answer's when it named none.
+func decodeAnswer(v string) (aah.Answer, bool) {
+	var a aah.Answer
+	if json.Unmarshal([]byte(v), &a) != nil {
+		return aah.Answer{}, false
+	}
+	if len(a.Comments) == 0 {
+		var legacy struct {
+			Comment   string     `json:"comment"`
+			CommentBy aah.Person `json:"comment_by"`
+		}
+		if json.Unmarshal([]byte(v), &legacy) == nil && strings.TrimSpace(legacy.Comment) != "" {
+			by := legacy.CommentBy
+			if by.ID == "" {
+				by = a.By
+			}
+			a.Comments = []aah.Comment{{By: by, Text: legacy.Comment}}
+		}
+	}
+	return a, true
 }
 
 // decodePerson reads "<slack user id>|<name>".

@@ -75,7 +75,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		Document:    doc,
 		BodyHash:    hash,
 		Channel:     cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
-		ResponseURL: req.Handoff.ResponseURL,
+		ResponseURL: req.CallbackURL(), // "" under expects_response: false
 		Timers:      a.timers(req, a.opts.Now()),
 		Reviewers:   slackUserIDs(req.Slack.Reviewers, req.Slack.RequiredRoles),
 		Deadline:    req.EffectiveDeadline(),

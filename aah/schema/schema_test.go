@@ -65,7 +65,15 @@ const (
 )
 
 func ans(id string, v any, comment string, by aah.Person) aah.Answer {
-	return aah.Answer{DecisionID: id, Value: v, Comment: comment, By: by, At: answeredAt}
+	return aah.Answer{DecisionID: id, Value: v, Comments: said(by, answeredAt, comment), By: by, At: answeredAt}
+}
+
+// said is a person's comment as an answer's comment list (nil for none).
+func said(by aah.Person, at time.Time, text string) []aah.Comment {
+	if text == "" {
+		return nil
+	}
+	return []aah.Comment{{By: by, At: at, Text: text}}
 }
 
 // wantViolation asserts err is a *schema.ValidationError naming pointer
@@ -146,12 +154,19 @@ func TestBuiltResponsesValidate(t *testing.T) {
 		{"defaulted", allTypes, map[string]aah.Answer{
 			"a": ans("a", true, "", alice), "c": ans("c", "eu", "", alice), "n": ans("n", 1.0, "", bob),
 			"oa": {DecisionID: "oa", Value: true, Defaulted: true},
-			"m":  {DecisionID: "m", Value: []string{"ads"}, Defaulted: true, Comment: "ok", By: bob},
+			"m":  {DecisionID: "m", Value: []string{"ads"}, Defaulted: true, Comments: said(bob, answeredAt, "ok"), By: bob},
 			"d":  {DecisionID: "d", Value: "2026-03-01", Defaulted: true},
+		}, alice, ""},
+		{"default accepted, timed out", allTypes, map[string]aah.Answer{
+			"a":  {DecisionID: "a", Value: false, TimedOut: true},
+			"c":  {DecisionID: "c", Value: "eu", By: alice, At: answeredAt, DefaultAccepted: true},
+			"d":  {DecisionID: "d", Value: "2026-03-01", By: alice, At: answeredAt, DefaultAccepted: true},
+			"oa": {DecisionID: "oa", Value: true, Defaulted: true},
+			"n":  ans("n", 1.0, "", bob),
 		}, alice, ""},
 		{"unanswered optional", allTypes, map[string]aah.Answer{
 			"a": ans("a", true, "", alice), "c": ans("c", "eu", "", alice), "n": ans("n", 1.0, "", alice),
-			"t": {DecisionID: "t", Comment: "no idea", By: bob, At: answeredAt},
+			"t": {DecisionID: "t", Comments: said(bob, answeredAt, "no idea"), By: bob, At: answeredAt},
 		}, alice, ""},
 		{"expired, nothing answered", seedRequestBytes(t), nil, aah.Person{}, aah.OutcomeExpired},
 		{"expired, partly answered by two", allTypes, map[string]aah.Answer{

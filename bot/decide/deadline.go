@@ -39,7 +39,7 @@ func (d *Decider) Deadline(ctx context.Context, requestID string) (Outcome, erro
 			Data: map[string]any{"on_deadline": string(req.OnDeadline), "required_unanswered": missing}}}}
 		out.Changed = true
 		if req.OnDeadline == aah.DeadlineExpire || len(missing) > 0 {
-			return d.finish(rec, req, answered, aah.Person{}, ch, aah.OutcomeExpired), nil
+			return d.finish(rec, req, answered, aah.Person{}, "", ch, aah.OutcomeExpired), nil
 		}
 		for _, dec := range req.Data.Decisions {
 			if a := filled[dec.ID]; a.Defaulted || a.TimedOut {
@@ -47,7 +47,7 @@ func (d *Decider) Deadline(ctx context.Context, requestID string) (Outcome, erro
 			}
 		}
 		out.Resolved = true
-		return d.finish(rec, req, filled, aah.Person{}, ch, aah.OutcomeResolved), nil
+		return d.finish(rec, req, filled, aah.Person{}, "", ch, aah.OutcomeResolved), nil
 	})
 	out.Record = rec
 	return out, err

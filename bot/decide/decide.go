@@ -24,7 +24,10 @@ import (
 // Resolution rule: a request with a single decision resolves on its first
 // valid answer. With several, reviewers answer in any order and may change
 // their answers (the audit keeps every version); Submit resolves the request
-// once every required decision is answered, and unanswered optional
+// once every required decision is answered. A decision whose control shows
+// its default preselected (a menu, a multi-select, a date picker) counts as
+// answered by the submitter with that value, marked "default_accepted":
+// what the reviewer saw selected is what is sent. Other unanswered optional
 // decisions then take their default (marked "defaulted" in the response).
 //
 // Who may decide is checked before anything is stored (see authorize.go):
@@ -143,7 +146,7 @@ func (d *Decider) answer(ctx context.Context, requestID string, by aah.Person, v
 		ch.Bump = true
 		if len(req.Data.Decisions) == 1 && answers[req.Data.Decisions[0].ID].Answered() {
 			out.Resolved = true
-			return d.resolve(rec, req, answers, by, ch)
+			return d.resolve(rec, req, answers, by, g, ch)
 		}
 		if rec.Status == aah.StatusPending {
 			ch.Status = aah.StatusPartial
@@ -152,8 +155,10 @@ func (d *Decider) answer(ctx context.Context, requestID string, by aah.Person, v
 	})
 }
 
-// Comment records a person's comment on a decision. The comment belongs to
-// the decision's answer (and is kept when the value changes later).
+// Comment records a person's comment on a decision. Each person has one
+// comment per decision (writing again replaces theirs; blank text removes
+// it); other people's comments and answers never remove it, and the audit
+// keeps every version.
 func (d *Decider) Comment(ctx context.Context, requestID, decisionID string, by aah.Person, text string) (Outcome, error) {
 	text = strings.TrimSpace(text)
 	return d.act(ctx, requestID, by, "comment", func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
@@ -164,40 +169,71 @@ func (d *Decider) Comment(ctx context.Context, requestID, decisionID string, by 
 			return nil, &Refusal{Reason: "A comment holds at most 3000 characters.", Field: "comment", Rule: RuleInvalid}
 		}
 		a := rec.Answers[decisionID]
-		if a.Comment == text {
+		prev, _ := a.CommentOf(by.ID)
+		if prev.Text == text {
 			return nil, nil
 		}
-		if g.rules.RequireReason && a.Value == false && a.CommentBy.ID == a.By.ID && a.Comment != "" && by.ID != a.By.ID {
-			// The rejection's required reason belongs to the person who
-			// rejected; nobody else may replace it.
-			return nil, &Refusal{Reason: fmt.Sprintf("<@%s> rejected this with a reason, which stays with their rejection; "+
-				"only they can change it.", a.By.ID), Field: "comment", Rule: RuleRequireReason}
+		if text == "" && g.rules.RequireReason && rejectedBy(a, by.ID) {
+			// A required reason stays with the rejection it explains.
+			return nil, &Refusal{Reason: "Your rejection needs its reason: you can change your comment, not remove it.",
+				Field: "comment", Rule: RuleRequireReason}
 		}
-		prev := a.Comment
-		a.DecisionID, a.Comment, a.CommentBy = decisionID, text, by
-		if !a.Answered() {
-			a.By, a.At = by, d.now().UTC() // a comment before any answer
+		now := d.now().UTC()
+		a = a.WithComment(aah.Comment{By: by, At: now, Text: text})
+		a.DecisionID = decisionID
+		if !a.Answered() && a.By.ID == "" {
+			a.By, a.At = by, now // a comment before any answer
 		}
 		out.Changed = true
 		return &store.Change{
 			Answers: []aah.Answer{a}, Bump: true,
 			Audit: []store.AuditEvent{{Event: "commented", Actor: by.AgentID(),
-				Data: map[string]any{"decision_id": decisionID, "comment": text, "previous_comment": prev}}},
+				Data: map[string]any{"decision_id": decisionID, "comment": text, "previous_comment": prev.Text}}},
 		}, nil
 	})
 }
 
+// rejectedBy reports whether the person's rejection stands on the answer:
+// as its answer, or as their sign-off.
+func rejectedBy(a aah.Answer, personID string) bool {
+	if a.Value == false && a.By.ID == personID {
+		return true
+	}
+	for _, so := range a.Signoffs {
+		if so.By.ID == personID && !so.Approved {
+			return true
+		}
+	}
+	return false
+}
+
 // Submit resolves a request with several decisions once every required one
-// is answered; unanswered optional decisions take their default.
+// is answered. Preselected defaults become the submitter's answers (marked
+// DefaultAccepted); other unanswered optional decisions take their default.
 func (d *Decider) Submit(ctx context.Context, requestID string, by aah.Person) (Outcome, error) {
 	return d.act(ctx, requestID, by, "submit", func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
 		if err := g.mayDecide(); err != nil {
 			return nil, err
 		}
 		answers := cloneAnswers(rec.Answers)
+		now := d.now().UTC()
 		var missing []string
+		var accepted []store.AuditEvent
 		for _, dec := range req.Data.Decisions {
 			if a, ok := answers[dec.ID]; ok && a.Answered() {
+				continue
+			}
+			if v, ok := dec.PreselectedDefault(); ok {
+				// The control showed this value selected when they clicked
+				// Submit: what they saw is what is recorded, as theirs.
+				if _, err := aah.CheckAnswer(dec, v); err != nil {
+					return nil, fmt.Errorf("default of decision %q of %s: %w", dec.ID, rec.ID, err)
+				}
+				a := answers[dec.ID]
+				a.DecisionID, a.Value, a.By, a.At, a.DefaultAccepted = dec.ID, v, by, now, true
+				answers[dec.ID] = a
+				accepted = append(accepted, store.AuditEvent{Event: "answered", Actor: by.AgentID(),
+					Data: map[string]any{"decision_id": dec.ID, "value": v, "default_accepted": true}})
 				continue
 			}
 			switch {
@@ -216,13 +252,13 @@ func (d *Decider) Submit(ctx context.Context, requestID string, by aah.Person) (
 		}
 		out.Changed, out.Resolved = true, true
 		ch := &store.Change{Set: map[string]any{}, Bump: true,
-			Audit: []store.AuditEvent{{Event: "submitted", Actor: by.AgentID()}}}
+			Audit: append(accepted, store.AuditEvent{Event: "submitted", Actor: by.AgentID()})}
 		for _, dec := range req.Data.Decisions {
-			if a := answers[dec.ID]; a.Defaulted {
+			if a := answers[dec.ID]; a.Defaulted || a.DefaultAccepted {
 				ch.Answers = append(ch.Answers, a)
 			}
 		}
-		return d.resolve(rec, req, answers, by, ch)
+		return d.resolve(rec, req, answers, by, g, ch)
 	})
 }
 
@@ -362,17 +398,19 @@ func (f *refusal) result(out Outcome, rec store.Record, err error) (Outcome, err
 
 // resolve turns the change into the resolution: status, the immutable
 // response artifact, and its delivery, all in the same transaction.
-func (d *Decider) resolve(rec store.Record, req *aah.Request, answers map[string]aah.Answer, by aah.Person, ch *store.Change) (*store.Change, error) {
-	return d.finish(rec, req, answers, by, ch, aah.OutcomeResolved), nil
+// g is the resolver's grant: the required roles they hold become the
+// response's source.agent_role.
+func (d *Decider) resolve(rec store.Record, req *aah.Request, answers map[string]aah.Answer, by aah.Person, g grant, ch *store.Change) (*store.Change, error) {
+	return d.finish(rec, req, answers, by, strings.Join(g.auth.roles, ","), ch, aah.OutcomeResolved), nil
 }
 
 // finish closes the request with a response: resolved, or expired (the
 // deadline passed; the response says nothing was decided). The response is
 // built once, here, and never changes; its delivery is scheduled with it.
-func (d *Decider) finish(rec store.Record, req *aah.Request, answers map[string]aah.Answer, by aah.Person, ch *store.Change, outcome string) *store.Change {
+func (d *Decider) finish(rec store.Record, req *aah.Request, answers map[string]aah.Answer, by aah.Person, role string, ch *store.Change, outcome string) *store.Change {
 	now := d.now().UTC()
 	resp := aah.BuildResponse(req, answers, aah.ResponseOptions{
-		ID: "aah_decision_resp_" + uuid.NewString(), CreatedAt: now, ResolvedBy: by, Outcome: outcome,
+		ID: "aah_decision_resp_" + uuid.NewString(), CreatedAt: now, ResolvedBy: by, ResolverRole: role, Outcome: outcome,
 	})
 	ch.Status = aah.StatusResolved
 	event := "resolved"
@@ -386,7 +424,9 @@ func (d *Decider) finish(rec store.Record, req *aah.Request, answers map[string]
 	ch.Set["response"] = string(resp.JSON())
 	ch.Set["resolved_ms"] = now.UnixMilli()
 	ch.Set["resolved_by"] = mustPerson(by)
-	if rec.ResponseURL != "" {
+	if rec.ResponseURL != "" && req.CallbackURL() != "" {
+		// expects_response: false sends nothing (records stored before
+		// intake dropped the URL for it too); GET and long polls still serve it.
 		ch.Set["delivery_state"] = store.DeliveryPending
 		ch.Set["webhook_id"] = "msg_" + resp.Artifact.ID
 		ch.Jobs = append(ch.Jobs, store.JobAt{ID: store.JobID(store.JobDeliver, rec.ID), At: now})

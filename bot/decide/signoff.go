@@ -37,11 +37,15 @@ func (g grant) answer(dec aah.Decision, prev aah.Answer, v any, by aah.Person, n
 	data := map[string]any{"decision_id": dec.ID, "value": v}
 	sameReason := true
 	if reason != "" && v == false {
-		sameReason = prev.Comment == reason && prev.CommentBy.ID == by.ID
-		prev.Comment, prev.CommentBy = reason, by
+		had, _ := prev.CommentOf(by.ID)
+		sameReason = had.Text == reason
+		if !sameReason {
+			prev = prev.WithComment(aah.Comment{By: by, At: now, Text: reason})
+		}
 		data["reason"] = reason
 	}
-	ownComment := prev.CommentBy.ID == by.ID && strings.TrimSpace(prev.Comment) != ""
+	own, _ := prev.CommentOf(by.ID)
+	ownComment := strings.TrimSpace(own.Text) != ""
 	if v == false && g.rules.RequireReason && !ownComment {
 		return nil, nil, &Refusal{Reason: fmt.Sprintf("Say why you reject “%s”: this request needs a reason "+
 			"for every rejection. Use Reject again and fill in the reason.", dec.Prompt), Field: "comment", Rule: RuleRequireReason}
@@ -50,12 +54,9 @@ func (g grant) answer(dec aah.Decision, prev aah.Answer, v any, by aah.Person, n
 		if sameReason && prev.Answered() && reflect.DeepEqual(prev.Value, v) && prev.By.ID == by.ID {
 			return nil, nil, nil
 		}
-		a := aah.Answer{DecisionID: dec.ID, Value: v, By: by, At: now}
-		if prev.CommentBy.ID == by.ID {
-			// A person's comment stays with their own answer; someone
-			// else's rationale does not carry over to it (the audit keeps it).
-			a.Comment, a.CommentBy = prev.Comment, prev.CommentBy
-		}
+		// Every comment stays, each with its author: the new answer's
+		// rationale is its author's own comment (aah.Answer.Rationale).
+		a := aah.Answer{DecisionID: dec.ID, Value: v, By: by, At: now, Comments: prev.Comments}
 		return &a, data, nil
 	}
 	approved := v.(bool)
@@ -64,7 +65,7 @@ func (g grant) answer(dec aah.Decision, prev aah.Answer, v any, by aah.Person, n
 	}
 	so := aah.Signoff{By: by, Approved: approved, Roles: g.auth.roles, At: now}
 	if !approved && ownComment {
-		so.Reason = prev.Comment
+		so.Reason = own.Text
 	}
 	a := prev
 	a.DecisionID = dec.ID
