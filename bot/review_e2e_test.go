@@ -119,7 +119,9 @@ func TestEveryCommentSurvives(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.startJobs()
-	id := h.postAndWait(exampleWith(t, "all-comments", nil))
+	id := h.postAndWait(exampleWith(t, "all-comments", func(doc map[string]any) {
+		doc["extensions"] = map[string]any{"slack": map[string]any{"reviewers": []string{alice.id, bob.id, morgan.id}}}
+	}))
 	ref := blocks.ModalRef{RequestID: id, DecisionID: "d4", Channel: "C0APPROVALS"}
 	comment := func(u slackUser, text string) {
 		ok(t, h.submitModal(u, blocks.ModalComment, ref, map[string]map[string]any{"comment": {"text": textInput(text)}}))
@@ -127,7 +129,7 @@ func TestEveryCommentSurvives(t *testing.T) {
 	ok(t, h.click(alice, id, "d4", button(blocks.ActionReject, "false")))
 	comment(alice, "Spam risk")
 	comment(bob, "Trial drives signups")
-	comment(mallory, "Ask finance")
+	comment(morgan, "Ask finance")
 	comment(bob, "Trial drives signups, but cap it") // replaces Bob's own comment only
 	ok(t, h.click(alice, id, blocks.RequestScope, button(blocks.ActionApproveAll, blocks.RequestScope)))
 	ok(t, h.click(alice, id, "d4", button(blocks.ActionReject, "false")))
@@ -168,7 +170,7 @@ func TestEveryCommentSurvives(t *testing.T) {
 	want := []struct{ by, name, text string }{
 		{"human:U0ALICE", "Alice", "Spam risk"},
 		{"human:U0BOB", "Bob", "Trial drives signups, but cap it"},
-		{"human:U0MALLORY", "Mallory", "Ask finance"},
+		{"human:U0MANAGER", "Morgan", "Ask finance"},
 	}
 	if len(d4.Comments) != len(want) {
 		t.Fatalf("d4 comments = %+v, want %d", d4.Comments, len(want))
@@ -183,7 +185,7 @@ func TestEveryCommentSurvives(t *testing.T) {
 	channel, ts := h.messageOf(id)
 	m, _ := h.emu.Message(channel, ts)
 	text := slackemu.RenderText(m.Blocks)
-	for _, line := range []string{"> Spam risk\n", "> Trial drives signups, but cap it — @U0BOB", "> Ask finance — @U0MALLORY"} {
+	for _, line := range []string{"> Spam risk\n", "> Trial drives signups, but cap it — @U0BOB", "> Ask finance — @U0MANAGER"} {
 		if !strings.Contains(text, line) {
 			t.Errorf("message lacks %q:\n%s", line, text)
 		}
