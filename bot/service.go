@@ -77,6 +77,7 @@ func NewService(d Deps) (*Service, error) {
 	decider := decide.NewDecider(d.Store, decide.Options{Now: d.Now, Policy: cfg.Policy(), Directory: directory})
 	poster, err := NewPoster(PosterOptions{
 		Slack: d.Slack, Records: d.Store, PostInterval: cfg.SlackPostInterval, RateLimitHold: d.RateLimitHold,
+		Lease: cfg.JobLease, Now: d.Now,
 		Metrics: d.Metrics, Logger: d.Logger.With("component", "poster"), Defaults: cfg.Policy().Defaults,
 		People: directory,
 	})
@@ -92,6 +93,7 @@ func NewService(d Deps) (*Service, error) {
 	}
 	jobHandlers := poster.Handlers()
 	jobHandlers[store.JobDeliver] = deliverer
+	jobHandlers[store.JobSweep] = sweepJob{store: d.Store, slack: d.Slack, log: d.Logger.With("component", "sweep")}
 	jobHandlers[store.JobExpire] = deadlineJob{decider: decider, log: d.Logger.With("component", "deadline")}
 	timers := timerDeps{store: d.Store, slack: d.Slack, now: d.Now, rateLimitHold: poster.opts.RateLimitHold,
 		defaults: cfg.Policy().Defaults}
