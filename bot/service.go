@@ -96,10 +96,11 @@ func NewService(d Deps) (*Service, error) {
 	jobHandlers[store.JobSweep] = sweepJob{store: d.Store, slack: d.Slack, log: d.Logger.With("component", "sweep")}
 	jobHandlers[store.JobExpire] = deadlineJob{decider: decider, log: d.Logger.With("component", "deadline")}
 	timers := timerDeps{store: d.Store, slack: d.Slack, now: d.Now, rateLimitHold: poster.opts.RateLimitHold,
-		defaults: cfg.Policy().Defaults}
+		defaults: cfg.Policy().Defaults, lease: poster.opts.Lease}
 	jobHandlers[store.JobRemind] = reminderJob{timerDeps: timers.with(d.Logger, "reminders"),
 		plan: aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax}}
 	jobHandlers[store.JobEscalate] = escalationJob{timers.with(d.Logger, "escalation")}
+	jobHandlers[store.JobCopies] = copiesJob{timers.with(d.Logger, "copies")}
 	// The runner is built once the home job has the Slack handlers it uses;
 	// the handlers wake it through this variable.
 	var runner *Runner

@@ -73,6 +73,9 @@ type Copy struct {
 	ThreadTS string `json:"thread_ts,omitempty"`
 	// Version is the request version the copy shows.
 	Version int64 `json:"v"`
+	// Final means the copy shows the closed request (or cannot be
+	// updated): it is not touched again.
+	Final bool `json:"final,omitempty"`
 }
 
 // CopyState is everything stored about one effect.
@@ -295,7 +298,7 @@ redis.call('HSET', KEYS[1], 'copy:' .. ARGV[1], ARGV[2])
 return 1
 `)
 
-// MarkCopySynced records that copy c now shows c.Version.
+// MarkCopySynced records that copy c now shows c.Version (and c.Final).
 func (s *Store) MarkCopySynced(ctx context.Context, id string, c Copy) error {
 	raw, err := json.Marshal(c)
 	if err == nil {
