@@ -114,7 +114,9 @@ func NewService(d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobHandlers[store.JobHome] = homeJob{store: d.Store, homes: slackHandlers, log: d.Logger.With("component", "home")}
+	jobHandlers[store.JobHome] = homeJob{store: d.Store, log: d.Logger.With("component", "home")}
+	jobHandlers[store.JobHomePublish] = homePublishJob{store: d.Store, homes: slackHandlers,
+		rateLimitHold: poster.opts.RateLimitHold, log: d.Logger.With("component", "home")}
 	runner, err = NewRunner(d.Store, RunnerOptions{
 		Handlers: jobHandlers, Concurrency: cfg.WorkerConcurrency, Lease: cfg.JobLease,
 		MaxAttempts: cfg.JobMaxAttempts, PollInterval: cfg.JobPollInterval, Now: d.Now, Metrics: d.Metrics, Logger: d.Logger.With("component", "runner"),

@@ -34,6 +34,7 @@ const Shards = 16
 //	<p>:{sNN}:audit                    list    the shard's global audit chain, oldest first
 //	<p>:{sNN}:audit:head               string  "<seq>:<hash>" of the shard's global chain
 //	<p>:{sNN}:deliveries:<id>          list    callback delivery attempts (JSON), oldest first, capped
+//	<p>:{sNN}:homepub:<user id>        string  when the user's last Home publish was scheduled (ms), for a window
 //	<p>:{sNN}:copies:<id>              hash    the request's other Slack messages (reminder and escalation
 //	                                           copies): attempts, first attempt ms and recorded copy, per effect
 //	<p>:pace:<channel>                 string  exists while a channel may not be posted to
@@ -121,6 +122,10 @@ func (k keys) auditShard(shard int) string { return k.slot(shard) + ":audit" }
 func (k keys) auditShardHead(shard int) string { return k.slot(shard) + ":audit:head" }
 
 func (k keys) deliveries(id string) string { return k.slot(shardOf(id)) + ":deliveries:" + id }
+
+// homePublish lives in the user's shard, beside the jobs:due key its
+// script schedules the user's publish job in.
+func (k keys) homePublish(user string) string { return k.slot(shardOf(user)) + ":homepub:" + user }
 
 func (k keys) copies(id string) string { return k.slot(shardOf(id)) + ":copies:" + id }
 
