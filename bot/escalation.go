@@ -26,12 +26,15 @@ import (
 // an agent id or a role name) is recorded on the request (escalation_error)
 // and audited (escalation_failed); the request stays answerable as before.
 // Each step is applied once (escalated_steps) and each copy sent once
-// (escalation_sent_<k>), so a retry or a repeated run is harmless.
+// (escalation_sent_<k>; each copy is sent through sendCopy, which records it
+// and finds it again after a crash), so a retry or a repeated run is
+// harmless. When the request closes, its copies are updated (copiesJob).
 type escalationJob struct{ timerDeps }
 
 var (
 	userGroupID = regexp.MustCompile(`^S[A-Z0-9]{2,}$`)
 	channelID   = regexp.MustCompile(`^[CG][A-Z0-9]{2,}$`)
+	dmChannelID = regexp.MustCompile(`^D[A-Z0-9]{2,}$`)
 )
 
 func (h escalationJob) Handle(ctx context.Context, j store.Job) error {
@@ -86,36 +89,27 @@ func (h escalationJob) Handle(ctx context.Context, j store.Job) error {
 	if !rec.Status.Open() {
 		return nil
 	}
-	return h.send(ctx, req, rec, k, step, targets, channel != "")
+	return h.send(ctx, req, rec, k, targets, channel != "")
 }
 
 // send delivers the escalated request to each target not yet reached: a DM
 // to each user, or a post in the channel. Only targets the request records
 // as escalated to are sent to.
-func (h escalationJob) send(ctx context.Context, req *aah.Request, rec store.Record, k int, step aah.EscalationStep, targets []string, toChannel bool) error {
-	within := step.AfterRaw
-	if within == "" {
-		within = step.After.String()
-	}
+func (h escalationJob) send(ctx context.Context, req *aah.Request, rec store.Record, k int, targets []string, toChannel bool) error {
 	msg := blocks.Render(req, stateOf(rec, h.defaults))
 	for _, to := range targets {
 		if slices.Contains(rec.EscalationSent[k], to) {
 			continue
 		}
-		var err error
+		dest := destination{user: to}
 		if toChannel {
-			if !slices.Contains(rec.EscalatedChannels, to) {
-				continue
-			}
-			text, blks := escalationMessage(msg, ":arrow_heading_up: *Escalated to this channel:* nobody decided within "+blocks.Escape(within)+".")
-			_, _, err = h.slack.PostMessageContext(ctx, to, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blks...))
-		} else {
-			if !slices.Contains(rec.EscalatedTo, to) {
-				continue
-			}
-			text, blks := escalationMessage(msg, ":arrow_heading_up: *Escalated to you:* nobody decided within "+blocks.Escape(within)+".")
-			_, err = h.dm(ctx, to, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blks...))
+			dest = destination{channel: to}
 		}
+		if toChannel && !slices.Contains(rec.EscalatedChannels, to) || !toChannel && !slices.Contains(rec.EscalatedTo, to) {
+			continue
+		}
+		text, blks := escalationMessage(msg, escalationIntro(req, k, toChannel))
+		err := h.sendCopy(ctx, rec, escalationEffect(k, to), dest, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blks...))
 		if err != nil {
 			code, retry := classifySlack(err, h.rateLimitHold, refusedForTimers)
 			if retry != nil {
@@ -130,12 +124,28 @@ func (h escalationJob) send(ctx context.Context, req *aah.Request, rec store.Rec
 			continue
 		}
 		if err := h.markSent(context.WithoutCancel(ctx), rec.ID, k, to, nil); err != nil {
-			h.log.ErrorContext(ctx, "escalated request sent but not recorded; a retry may send it again", "request_id", rec.ID, "to", to, "err", err)
 			return err
 		}
 		h.log.InfoContext(ctx, "request escalated", "request_id", rec.ID, "step", k, "to", to)
 	}
 	return nil
+}
+
+// escalationIntro is the line above an escalated copy of the request.
+func escalationIntro(req *aah.Request, k int, toChannel bool) string {
+	within := ""
+	if k >= 0 && k < len(req.Data.Escalation) {
+		step := req.Data.Escalation[k]
+		within = step.AfterRaw
+		if within == "" {
+			within = step.After.String()
+		}
+	}
+	who := "you"
+	if toChannel {
+		who = "this channel"
+	}
+	return ":arrow_heading_up: *Escalated to " + who + ":* nobody decided within " + blocks.Escape(within) + "."
 }
 
 // escalationMessage is the request's full message (with its controls:

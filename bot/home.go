@@ -1,34 +1,53 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/approvalbot/approvalbot/store"
 )
 
-// HomeRefresher re-publishes the App Home tabs that show a request;
+// HomePublisher publishes one user's App Home tab from the current state;
 // *handlers.Slack implements it.
-type HomeRefresher interface {
-	RefreshHomes(ctx context.Context, rec store.Record, skip string) error
+type HomePublisher interface {
+	PublishHome(ctx context.Context, user string) error
 }
+
+// homeStore is what the Home jobs keep in Redis; *store.Store implements it.
+type homeStore interface {
+	Get(ctx context.Context, id string) (store.Record, error)
+	HomeOpened(ctx context.Context, users []string) ([]string, error)
+	ScheduleHomePublish(ctx context.Context, users []string, window time.Duration) error
+	HoldMethod(ctx context.Context, method string, d time.Duration) error
+	MethodHeld(ctx context.Context, method string) (time.Duration, error)
+}
+
+// homePublishWindow is the least time between two publishes of one user's
+// Home tab, across every process: Slack allows about 100 views.publish a
+// minute for the whole app, and a burst of requests naming one reviewer
+// must not spend them all on her.
+const homePublishWindow = 5 * time.Second
+
+// viewsPublish is the Slack method the Home jobs call (and hold on a 429).
+const viewsPublish = "views.publish"
 
 // homeJob runs "home:<id>" jobs. The store schedules one in the same
 // transaction as every change that moves a request in or out of someone's
 // Home tab (store.Options.HomeJobs): it is created or first posted, filed
 // under new reviewers, escalated, expired, withdrawn or resolved. The job
-// re-publishes the tabs of the request's reviewers and escalation targets
-// who opened theirs lately, so the tab follows without their reopening it.
-// Being a job, it runs on whichever process is free, after intake or the
-// timer has answered, and is retried if Redis fails it; repeated changes
-// before it runs coalesce into one run (one job id per request).
+// does not publish: it schedules a coalesced publish (homePublishJob) for
+// each of the request's reviewers and escalation targets who opened their
+// tab lately, so a thousand requests naming one reviewer cost her a
+// publish per window, not two thousand.
 type homeJob struct {
-	store interface {
-		Get(ctx context.Context, id string) (store.Record, error)
-	}
-	homes HomeRefresher
-	log   *slog.Logger
+	store  homeStore
+	window time.Duration // default homePublishWindow
+	log    *slog.Logger
 }
 
 func (h homeJob) Handle(ctx context.Context, j store.Job) error {
@@ -40,12 +59,75 @@ func (h homeJob) Handle(ctx context.Context, j store.Job) error {
 		return err
 	}
 	// The person whose click resolved the request had their tab refreshed
-	// by that click's handler, after it noted the answer among theirs;
-	// publishing it here too could overwrite it with an older read.
-	return h.homes.RefreshHomes(ctx, rec, rec.ResolvedBy.ID)
+	// by that click's handler, after it noted the answer among theirs.
+	users := slices.DeleteFunc(homeAudience(rec), func(u string) bool { return u == rec.ResolvedBy.ID })
+	opened, err := h.store.HomeOpened(ctx, slices.Compact(slices.Sorted(slices.Values(users))))
+	if err != nil {
+		return err
+	}
+	return h.store.ScheduleHomePublish(ctx, opened, cmp.Or(h.window, homePublishWindow))
 }
 
 func (h homeJob) GaveUp(ctx context.Context, j store.Job, err error) {
 	h.log.WarnContext(ctx, "gave up refreshing Home tabs; they catch up on the next change or when opened",
 		"request_id", j.RequestID, "err", err)
+}
+
+// homeAudience is everyone whose Home tab may list rec: its reviewers
+// (named, resolved from emails, escalated to) and the people its message
+// mentions.
+func homeAudience(rec store.Record) []string {
+	users := slices.Concat(rec.IndexedReviewers, rec.EscalatedTo)
+	for _, m := range rec.Mentions { // "<@U123>"
+		if id, ok := strings.CutPrefix(m, "<@"); ok && strings.HasSuffix(id, ">") {
+			users = append(users, strings.TrimSuffix(id, ">"))
+		}
+	}
+	return users
+}
+
+// homePublishJob runs "homepub:<user id>" jobs: it publishes the user's
+// Home tab as it is now. A 429 holds views.publish for every process for
+// its Retry-After (Slack's limit is per app), and the job runs again then.
+type homePublishJob struct {
+	store         homeStore
+	homes         HomePublisher
+	rateLimitHold time.Duration
+	log           *slog.Logger
+}
+
+func (h homePublishJob) Handle(ctx context.Context, j store.Job) error {
+	user := j.RequestID
+	held, err := h.store.MethodHeld(ctx, viewsPublish)
+	if err != nil {
+		return err
+	}
+	if held > 0 {
+		return &RetryError{After: held, Free: true, Reason: "views.publish is held after a 429"}
+	}
+	err = h.homes.PublishHome(ctx, user)
+	if err == nil {
+		return nil
+	}
+	code, retry := classifySlack(err, h.rateLimitHold, refusedForTimers)
+	var rate *RetryError
+	switch {
+	case errors.As(retry, &rate):
+		if herr := h.store.HoldMethod(ctx, viewsPublish, rate.After); herr != nil {
+			h.log.WarnContext(ctx, "could not hold views.publish after a 429", "err", herr)
+		}
+		h.log.WarnContext(ctx, "Slack rate limit on views.publish; retrying later", "user", user, "retry_after", rate.After)
+		return retry
+	case code != "":
+		// user_not_found, not_enabled (no Home tab) and the like: the next
+		// change, or opening the tab, tries again.
+		h.log.WarnContext(ctx, "Slack refused a Home tab", "user", user, "slack_error", code)
+		return nil
+	}
+	return err
+}
+
+func (h homePublishJob) GaveUp(ctx context.Context, j store.Job, err error) {
+	h.log.WarnContext(ctx, "gave up publishing a Home tab; it catches up on the next change or when opened",
+		"user", j.RequestID, "err", err)
 }

@@ -22,6 +22,7 @@ type SlackAPI interface {
 	UpdateMessageContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, string, error)
 	GetPermalinkContext(ctx context.Context, params *slack.PermalinkParameters) (string, error)
 	GetUserByEmailContext(ctx context.Context, email string) (*slack.User, error)
+	MessageLookupAPI
 }
 
 // People resolves emails and user groups to Slack users; *Directory
@@ -35,7 +36,10 @@ type People interface {
 // implements it.
 type Records interface {
 	Get(ctx context.Context, id string) (store.Record, error)
-	MarkPosted(ctx context.Context, id, channel, ts string, renderedVersion int64) error
+	BeginPost(ctx context.Context, id string) (store.Attempt, error)
+	RecordPost(ctx context.Context, id, channel, ts string, renderedVersion int64, sweepAt time.Time) error
+	NoteChannelID(ctx context.Context, name, id string) error
+	ChannelID(ctx context.Context, name string) (string, error)
 	MarkSynced(ctx context.Context, id string, renderedVersion int64) error
 	SetPermalink(ctx context.Context, id, link string) error
 	SetMentions(ctx context.Context, id string, mentions []string, members ...string) error
@@ -54,11 +58,16 @@ type PosterOptions struct {
 	// RateLimitHold is how long a 429 without Retry-After holds a channel
 	// (Slack always sends Retry-After; proxies may not). Default 5s.
 	RateLimitHold time.Duration
-	Metrics       *Metrics
-	Logger        *slog.Logger
+	// Lease is the job lease (JOB_LEASE): every attempt's Slack call has
+	// ended one lease after it began. Default 60s.
+	Lease   time.Duration
+	Metrics *Metrics
+	Logger  *slog.Logger
 	// Defaults are the workspace's sign-off rules, shown in messages (as
 	// they apply to each request's agent: Defaults.For).
 	Defaults aah.Defaults
+	// Now is the store's clock (sweeps are scheduled on it). Default time.Now.
+	Now func() time.Time
 	// People resolves the members of reviewer groups and roles, filed in
 	// the reviewer index when a request is posted; nil files only people
 	// named by user id.
@@ -78,6 +87,10 @@ func NewPoster(opts PosterOptions) (*Poster, error) {
 	}
 	opts.PostInterval = cmp.Or(opts.PostInterval, time.Second)
 	opts.RateLimitHold = cmp.Or(opts.RateLimitHold, 5*time.Second)
+	opts.Lease = cmp.Or(opts.Lease, 60*time.Second)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
 	}
@@ -123,34 +136,114 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 		return err
 	}
 	rec.Mentions = mentions
+	att, err := p.opts.Records.BeginPost(ctx, rec.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if att.Done {
+		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
+		return nil
+	}
+	if att.N > 1 {
+		// An earlier attempt may have reached Slack without recording
+		// its message (its worker died, or its call outlived the lease):
+		// look for it before posting again.
+		found, err := p.findPosted(ctx, rec, att.FirstAt)
+		if err != nil {
+			if retry := lookupFailed(ctx, p.log, err, p.opts.RateLimitHold, rec.ID, store.PostEffect); retry != nil {
+				return retry
+			}
+			p.opts.Metrics.posts.WithLabelValues("unverified").Inc()
+		} else if len(found) > 0 {
+			return p.adopt(ctx, rec, found[0])
+		}
+	}
 	msg := blocks.Render(req, stateOf(rec, p.opts.Defaults))
 	channel, ts, err := p.opts.Slack.PostMessageContext(ctx, rec.Channel,
 		slack.MsgOptionText(msg.Text, false),
 		slack.MsgOptionBlocks(msg.Blocks...),
-		slack.MsgOptionMetadata(slack.SlackMetadata{
-			EventType:    "approvalbot_request",
-			EventPayload: map[string]any{"request_id": rec.ID},
-		}))
+		postMetadata(rec.ID, att.N))
 	if err != nil {
 		return p.slackFailure(ctx, rec, "chat.postMessage", err)
 	}
-	// Record the message before anything else can fail: from here on, a
-	// retry would post it twice.
-	if err := p.opts.Records.MarkPosted(context.WithoutCancel(ctx), rec.ID, channel, ts, rec.Version); err != nil {
-		p.log.ErrorContext(ctx, "message posted but not recorded; a retry may post it again", "request_id", rec.ID, "channel", channel, "ts", ts, "err", err)
+	if channel != rec.Channel {
+		if err := p.opts.Records.NoteChannelID(context.WithoutCancel(ctx), rec.Channel, channel); err != nil {
+			p.log.WarnContext(ctx, "could not note the channel's id", "channel", rec.Channel, "err", err)
+		}
+	}
+	// Record the message before anything else can fail. Should this
+	// process die first, the next attempt finds the message by its
+	// metadata; should another attempt have recorded its own meanwhile,
+	// this one is the duplicate.
+	recordCtx := context.WithoutCancel(ctx)
+	err = p.opts.Records.RecordPost(recordCtx, rec.ID, channel, ts, rec.Version, p.opts.Now().Add(p.opts.Lease))
+	if errors.Is(err, store.ErrPostedElsewhere) {
+		p.opts.Metrics.posts.WithLabelValues("duplicate").Inc()
+		p.log.WarnContext(ctx, "another attempt recorded its message first; deleting this copy", "request_id", rec.ID, "ts", ts)
+		return deleteCopy(recordCtx, p.opts.Slack, p.log, rec.ID, store.PostEffect, channel, ts)
+	}
+	if err != nil {
+		p.log.ErrorContext(ctx, "message posted but not recorded; the next attempt looks for it", "request_id", rec.ID, "channel", channel, "ts", ts, "err", err)
 		return err
 	}
 	p.opts.Metrics.posts.WithLabelValues("posted").Inc()
 	p.log.InfoContext(ctx, "request posted to Slack", "request_id", rec.ID, "channel", channel, "ts", ts)
+	return p.permalink(ctx, rec.ID, channel, ts)
+}
+
+// permalink fetches and stores the message's permalink, best effort.
+func (p *Poster) permalink(ctx context.Context, id, channel, ts string) error {
 	link, err := p.opts.Slack.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: channel, Ts: ts})
 	if err != nil {
-		p.log.WarnContext(ctx, "could not fetch the message permalink", "request_id", rec.ID, "err", err)
+		p.log.WarnContext(ctx, "could not fetch the message permalink", "request_id", id, "err", err)
 		return nil
 	}
-	if err := p.opts.Records.SetPermalink(ctx, rec.ID, link); err != nil {
-		p.log.WarnContext(ctx, "could not store the message permalink", "request_id", rec.ID, "err", err)
+	if err := p.opts.Records.SetPermalink(ctx, id, link); err != nil {
+		p.log.WarnContext(ctx, "could not store the message permalink", "request_id", id, "err", err)
 	}
 	return nil
+}
+
+// findPosted looks for the messages earlier attempts posted for rec.
+// History is read by channel id: a channel configured by name is looked up
+// by the id Slack reported for it before (errChannelUnknown when none did).
+func (p *Poster) findPosted(ctx context.Context, rec store.Record, firstAt time.Time) ([]string, error) {
+	channel, err := p.channelID(ctx, rec.Channel)
+	if err != nil {
+		return nil, err
+	}
+	if channel == "" {
+		return nil, errChannelUnknown
+	}
+	return findSent(ctx, p.opts.Slack, channel, "", firstAt, rec.ID, store.PostEffect)
+}
+
+// channelID is the id of a configured channel: as given when it is an id,
+// else the id a post to it reported ("" when none did yet).
+func (p *Poster) channelID(ctx context.Context, channel string) (string, error) {
+	if channelID.MatchString(channel) {
+		return channel, nil
+	}
+	return p.opts.Records.ChannelID(ctx, channel)
+}
+
+// adopt records a message an earlier attempt posted, as found in the
+// channel. It shows an older state: recorded as version 0, a sync job
+// brings it up to date.
+func (p *Poster) adopt(ctx context.Context, rec store.Record, ts string) error {
+	channel, err := p.channelID(ctx, rec.Channel)
+	if err != nil {
+		return err
+	}
+	err = p.opts.Records.RecordPost(ctx, rec.ID, channel, ts, 0, p.opts.Now().Add(p.opts.Lease))
+	if err != nil && !errors.Is(err, store.ErrPostedElsewhere) && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	p.opts.Metrics.posts.WithLabelValues("adopted").Inc()
+	p.log.InfoContext(ctx, "found the message an earlier attempt posted; not posting again", "request_id", rec.ID, "ts", ts)
+	return p.permalink(ctx, rec.ID, channel, ts)
 }
 
 // GaveUp records that the message will never be posted, so GET shows why.

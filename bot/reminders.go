@@ -24,6 +24,8 @@ type TimerSlackAPI interface {
 	PostMessageContext(ctx context.Context, channelID string, options ...slack.MsgOption) (string, string, error)
 	GetUserByEmailContext(ctx context.Context, email string) (*slack.User, error)
 	GetUserGroupMembersContext(ctx context.Context, userGroup string, options ...slack.GetUserGroupMembersOption) ([]string, error)
+	UpdateMessageContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, string, error)
+	MessageLookupAPI
 }
 
 // timerDeps are what the reminder and escalation jobs share.
@@ -37,6 +39,9 @@ type timerDeps struct {
 	rateLimitHold time.Duration
 	// defaults are the workspace's sign-off rules, shown in messages.
 	defaults aah.Defaults
+	// lease is the job lease: a sweep for overlapping attempts at a copy
+	// is due one lease after the copy is recorded.
+	lease time.Duration
 }
 
 func (d timerDeps) with(log *slog.Logger, component string) timerDeps {
@@ -49,10 +54,11 @@ func (d timerDeps) with(log *slog.Logger, component string) timerDeps {
 // no reviewers, replies in the request's thread), then schedules reminder
 // n+1 while n is below the plan's max.
 //
-// Exactly once per recipient: each recipient reached is recorded on the
-// request (field reminded_<n>) right after its message was sent, so a retry
-// after a partial failure only sends to the others, and a re-run after the
-// reminder completed (reminders_done >= n) sends nothing.
+// Exactly once per recipient: each DM (or thread reply) is a copy sent
+// through sendCopy, which records it (and finds it again after a crash), so
+// a retry after a partial failure only sends to the others; each recipient
+// handled is also listed on the request (field reminded_<n>), and a re-run
+// after the reminder completed (reminders_done >= n) sends nothing.
 type reminderJob struct {
 	timerDeps
 	plan aah.ReminderPlan // the configured default; extensions.slack.reminders overrides it
@@ -87,17 +93,16 @@ func (h reminderJob) Handle(ctx context.Context, j store.Job) error {
 		}
 		text, blks := reminderMessage(req, rec, h.now(), to == store.ReminderThread)
 		opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blks...)}
-		var sendErr error
+		dest := destination{user: to}
 		if to == store.ReminderThread {
 			if !rec.Posted() {
 				// Nothing to reply to yet: the post job is still at work.
 				// This reminder is skipped rather than posted out of context.
 				continue
 			}
-			_, _, sendErr = h.slack.PostMessageContext(ctx, rec.Slack.Channel, append(opts, slack.MsgOptionTS(rec.Slack.TS))...)
-		} else {
-			_, sendErr = h.dm(ctx, to, opts...)
+			dest = destination{channel: rec.Slack.Channel, threadTS: rec.Slack.TS}
 		}
+		sendErr := h.sendCopy(ctx, rec, reminderEffect(n, to), dest, opts...)
 		if sendErr != nil {
 			code, retry := classifySlack(sendErr, h.rateLimitHold, refusedForTimers)
 			if retry != nil {
@@ -113,9 +118,8 @@ func (h reminderJob) Handle(ctx context.Context, j store.Job) error {
 			failed = append(failed, to)
 			continue
 		}
-		// Recorded at once: from here on a retry would send it twice.
+		// The copy is recorded already (a retry would not send it again).
 		if err := h.markReminded(context.WithoutCancel(ctx), id, n, to, nil); err != nil {
-			h.log.ErrorContext(ctx, "reminder sent but not recorded; a retry may send it again", "request_id", id, "to", to, "err", err)
 			return err
 		}
 		reached = append(reached, to)
@@ -302,16 +306,6 @@ func humanWait(d time.Duration) string {
 
 func mrkdwnText(s string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
-}
-
-// dm opens the DM with user and posts to it; it returns the DM channel.
-func (h timerDeps) dm(ctx context.Context, user string, opts ...slack.MsgOption) (string, error) {
-	ch, _, _, err := h.slack.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}})
-	if err != nil {
-		return "", err
-	}
-	channel, _, err := h.slack.PostMessageContext(ctx, ch.ID, opts...)
-	return channel, err
 }
 
 // timerRefusals are Slack error codes that refuse one recipient for good

@@ -84,6 +84,7 @@ func NewService(d Deps) (*Service, error) {
 	decider := decide.NewDecider(d.Store, decide.Options{Now: d.Now, Policy: cfg.Policy(), Directory: directory})
 	poster, err := NewPoster(PosterOptions{
 		Slack: d.Slack, Records: d.Store, PostInterval: cfg.SlackPostInterval, RateLimitHold: d.RateLimitHold,
+		Lease: cfg.JobLease, Now: d.Now,
 		Metrics: d.Metrics, Logger: d.Logger.With("component", "poster"), Defaults: cfg.Policy().Defaults,
 		People: directory,
 	})
@@ -99,12 +100,14 @@ func NewService(d Deps) (*Service, error) {
 	}
 	jobHandlers := poster.Handlers()
 	jobHandlers[store.JobDeliver] = deliverer
+	jobHandlers[store.JobSweep] = sweepJob{store: d.Store, slack: d.Slack, log: d.Logger.With("component", "sweep")}
 	jobHandlers[store.JobExpire] = deadlineJob{decider: decider, log: d.Logger.With("component", "deadline")}
 	timers := timerDeps{store: d.Store, slack: d.Slack, now: d.Now, rateLimitHold: poster.opts.RateLimitHold,
-		defaults: cfg.Policy().Defaults}
+		defaults: cfg.Policy().Defaults, lease: poster.opts.Lease}
 	jobHandlers[store.JobRemind] = reminderJob{timerDeps: timers.with(d.Logger, "reminders"),
 		plan: aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax}}
 	jobHandlers[store.JobEscalate] = escalationJob{timers.with(d.Logger, "escalation")}
+	jobHandlers[store.JobCopies] = copiesJob{timers.with(d.Logger, "copies")}
 	// The runner is built once the home job has the Slack handlers it uses;
 	// the handlers wake it through this variable.
 	var runner *Runner
@@ -118,7 +121,9 @@ func NewService(d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobHandlers[store.JobHome] = homeJob{store: d.Store, homes: slackHandlers, log: d.Logger.With("component", "home")}
+	jobHandlers[store.JobHome] = homeJob{store: d.Store, log: d.Logger.With("component", "home")}
+	jobHandlers[store.JobHomePublish] = homePublishJob{store: d.Store, homes: slackHandlers,
+		rateLimitHold: poster.opts.RateLimitHold, log: d.Logger.With("component", "home")}
 	runner, err = NewRunner(d.Store, RunnerOptions{
 		Handlers: jobHandlers, Concurrency: cfg.WorkerConcurrency, Lease: cfg.JobLease,
 		MaxAttempts: cfg.JobMaxAttempts, PollInterval: cfg.JobPollInterval, Now: d.Now, Metrics: d.Metrics, Logger: d.Logger.With("component", "runner"),

@@ -116,14 +116,22 @@ func (s *Slack) Event(ctx context.Context, ev EventRequest) (any, error) {
 	return nil, nil
 }
 
-// publishHome renders and publishes user's Home tab.
+// publishHome renders and publishes user's Home tab, logging a failure.
 func (s *Slack) publishHome(ctx context.Context, user string) {
+	if err := s.PublishHome(ctx, user); err != nil {
+		s.log.WarnContext(ctx, "could not publish a Home tab", "user", user, "err", err)
+	}
+}
+
+// PublishHome renders user's Home tab from the current state and publishes
+// it. The bot's coalesced per-user publish job calls it, and handles the
+// error it returns (a 429 holds views.publish for every process).
+func (s *Slack) PublishHome(ctx context.Context, user string) error {
 	now := s.opts.Now()
 	page, err := s.opts.Lists.ListOpen(ctx, store.OpenQuery{Kind: store.OpenReviewer, Reviewer: user,
 		Limit: blocks.MaxHomeWaiting, Now: now})
 	if err != nil {
-		s.log.ErrorContext(ctx, "could not list a Home tab's requests", "user", user, "err", err)
-		return
+		return fmt.Errorf("list the Home tab's requests of %s: %w", user, err)
 	}
 	answered, err := s.opts.Home.RecentlyAnswered(ctx, user, blocks.MaxHomeAnswered)
 	if err != nil {
@@ -132,8 +140,9 @@ func (s *Slack) publishHome(ctx context.Context, user string) {
 	view := blocks.HomeView(blocks.Home{Waiting: s.listItems(ctx, page.Items), More: page.NextCursor != "",
 		Answered: s.listItems(ctx, answered), Command: s.opts.Command, Now: now})
 	if _, err := s.opts.Slack.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view}); err != nil {
-		s.log.WarnContext(ctx, "could not publish a Home tab", "user", user, "err", err)
+		return fmt.Errorf("publish the Home tab of %s: %w", user, err)
 	}
+	return nil
 }
 
 // refreshHomes runs after a reviewer's action changed a request: it notes

@@ -101,3 +101,78 @@ func (s *Store) RecentlyAnswered(ctx context.Context, user string, n int) ([]Rec
 	}
 	return out, nil
 }
+
+// JobHomePublish publishes one user's Home tab: "homepub:<user id>", in the
+// user's shard. Every change that touches the user's tab schedules it (see
+// ScheduleHomePublish); it renders the state as it is when it runs.
+const JobHomePublish = "homepub"
+
+// scheduleHomePublish schedules a user's Home publish, coalesced: nothing
+// when one is due already (it will show this change too); else now, or one
+// window after the previous one was scheduled, whichever is later.
+//
+//	KEYS[1] -> <p>:{sNN}:jobs:due (the user's shard)
+//	KEYS[2] -> <p>:{sNN}:homepub:<user id>
+//	ARGV[1] -> now, Unix ms
+//	ARGV[2] -> window, ms
+//	ARGV[3] -> job id "homepub:<user id>"
+//
+// Returns the publish's due time, Unix ms.
+var scheduleHomePublish = redis.NewScript(`
+local due = redis.call('ZSCORE', KEYS[1], ARGV[3])
+if due then return tonumber(due) end
+local now, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+local at, last = now, redis.call('GET', KEYS[2])
+if last and tonumber(last) + window > at then at = tonumber(last) + window end
+redis.call('ZADD', KEYS[1], at, ARGV[3])
+redis.call('SET', KEYS[2], at, 'PX', at - now + window)
+return at
+`)
+
+// ScheduleHomePublish schedules a publish of each user's Home tab, at most
+// one per window per user across every process: a change within the window
+// of the last publish rides on the next one, which renders the latest state.
+func (s *Store) ScheduleHomePublish(ctx context.Context, users []string, window time.Duration) error {
+	for _, u := range users {
+		keys := []string{s.keys.jobs(shardOf(u)).due, s.keys.homePublish(u)}
+		if err := scheduleHomePublish.Run(ctx, s.rdb, keys, s.nowMs(), max(window.Milliseconds(), 1), jobID(JobHomePublish, u)).Err(); err != nil {
+			return fmt.Errorf("store: schedule the Home publish of %s: %w", u, err)
+		}
+	}
+	return nil
+}
+
+// holdMethod holds a Slack method until ARGV[1] + ARGV[2] ms, never
+// shortening a hold. The value is the hold's end (so it holds even where
+// TTLs do not count down); the TTL only cleans up.
+//
+//	KEYS[1] -> <p>:hold:<Slack method>
+//	ARGV[1] -> now, Unix ms
+//	ARGV[2] -> hold, ms
+var holdMethod = redis.NewScript(`
+local untilMs = tonumber(ARGV[1]) + tonumber(ARGV[2])
+if tonumber(redis.call('GET', KEYS[1]) or '0') < untilMs then
+  redis.call('SET', KEYS[1], untilMs, 'PX', ARGV[2])
+end
+return 0
+`)
+
+// HoldMethod stops every process calling a Slack method for at least d
+// (Slack answered 429 for it, and its limits count per app).
+func (s *Store) HoldMethod(ctx context.Context, method string, d time.Duration) error {
+	if err := holdMethod.Run(ctx, s.rdb, []string{s.keys.hold(method)}, s.nowMs(), max(d.Milliseconds(), 1)).Err(); err != nil {
+		return fmt.Errorf("store: hold %s: %w", method, err)
+	}
+	return nil
+}
+
+// MethodHeld returns how long a Slack method is still held, 0 when it is not.
+func (s *Store) MethodHeld(ctx context.Context, method string) (time.Duration, error) {
+	untilMs, err := s.rdb.Get(ctx, s.keys.hold(method)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	} else if err != nil {
+		return 0, fmt.Errorf("store: read the hold of %s: %w", method, err)
+	}
+	return max(time.Duration(untilMs-s.nowMs())*time.Millisecond, 0), nil
+}

@@ -35,9 +35,14 @@ const Shards = 16
 //	                                           standalone intake_refused entries of refused requests)
 //	<p>:{sNN}:audit:head               string  "<seq>:<hash>" of the shard's global chain
 //	<p>:{sNN}:deliveries:<id>          list    callback delivery attempts (JSON), oldest first, capped
+//	<p>:{sNN}:homepub:<user id>        string  when the user's last Home publish was scheduled (ms), for a window
+//	<p>:{sNN}:copies:<id>              hash    the request's other Slack messages (reminder and escalation
+//	                                           copies): attempts, first attempt ms and recorded copy, per effect
 //	<p>:pace:<channel>                 string  exists while a channel may not be posted to
 //	<p>:event:<event id>               string  exists while a Slack event was already received (retries are dropped)
 //	<p>:home:<user id>                 string  exists while the user's App Home tab is worth keeping fresh
+//	<p>:chanid:<channel name>          string  the channel id Slack reported for a channel configured by name
+//	<p>:hold:<Slack method>            string  exists while no process may call that Slack method (after a 429)
 //	<p>:answered:<user id>             list    request ids the user answered lately, newest first, capped
 //	<p>:changes                        pub/sub ids of requests that changed (wakes long polls)
 //
@@ -103,6 +108,10 @@ func (k keys) pace(channel string) string { return k.prefix + ":pace:" + channel
 
 func (k keys) slackEvent(eventID string) string { return k.prefix + ":event:" + eventID }
 
+func (k keys) channelID(name string) string { return k.prefix + ":chanid:" + name }
+
+func (k keys) hold(method string) string { return k.prefix + ":hold:" + method }
+
 func (k keys) home(user string) string { return k.prefix + ":home:" + user }
 
 func (k keys) answered(user string) string { return k.prefix + ":answered:" + user }
@@ -114,5 +123,11 @@ func (k keys) auditShard(shard int) string { return k.slot(shard) + ":audit" }
 func (k keys) auditShardHead(shard int) string { return k.slot(shard) + ":audit:head" }
 
 func (k keys) deliveries(id string) string { return k.slot(shardOf(id)) + ":deliveries:" + id }
+
+// homePublish lives in the user's shard, beside the jobs:due key its
+// script schedules the user's publish job in.
+func (k keys) homePublish(user string) string { return k.slot(shardOf(user)) + ":homepub:" + user }
+
+func (k keys) copies(id string) string { return k.slot(shardOf(id)) + ":copies:" + id }
 
 func (k keys) changes() string { return k.prefix + ":changes" }

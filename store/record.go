@@ -112,6 +112,13 @@ type SlackState struct {
 	// ErrorPermanent says the bot gave up on it.
 	Error          string
 	ErrorPermanent bool
+	// Attempts counts the attempts at posting the message (BeginPost);
+	// FirstAttemptAt is when the first began (see sideeffects.go).
+	Attempts       int
+	FirstAttemptAt time.Time
+	// Copies counts the reminder and escalation copies recorded
+	// (RecordCopy): closing the request schedules their update.
+	Copies int
 }
 
 // Posted reports whether the message exists in Slack.
@@ -285,6 +292,9 @@ func decodeRecord(h map[string]string) Record {
 			RenderedVersion: num("rendered_version"),
 			Error:           h["post_error"],
 			ErrorPermanent:  h["post_error_permanent"] == "1",
+			Attempts:        int(num("post_attempts")),
+			FirstAttemptAt:  fromMs(num("post_first_ms")),
+			Copies:          int(num("slack_copies")),
 		},
 		Delivery: decodeDelivery(h),
 	}
@@ -395,30 +405,10 @@ func (s *Store) Withdraw(ctx context.Context, id string) (Record, error) {
 	return rec, err
 }
 
-// MarkPosted records the posted message. renderedVersion is the record
-// version the message shows; if the request changed since, a sync job is
-// scheduled so the message catches up.
+// MarkPosted records the posted message, fenced like RecordPost (which
+// the poster uses); a sweep it needs is due at once.
 func (s *Store) MarkPosted(ctx context.Context, id, channel, ts string, renderedVersion int64) error {
-	_, err := s.Update(ctx, id, func(rec Record) (*Change, error) {
-		ch := &Change{
-			Set: map[string]any{"slack_channel": channel, "slack_ts": ts, "posted_ms": s.nowMs(),
-				"rendered_version": renderedVersion},
-			Del:   []string{"post_error", "post_error_permanent"},
-			Audit: []AuditEvent{{Event: "posted", Actor: "system", Data: map[string]any{"channel": channel, "ts": ts}}},
-		}
-		if rec.Version != renderedVersion {
-			ch.Jobs = []JobAt{{ID: jobID(JobSync, id), At: s.now()}}
-		}
-		if s.homeJobs && !rec.Posted() {
-			// Its Home entries gain the message's link.
-			ch.Jobs = append(ch.Jobs, JobAt{ID: jobID(JobHome, id), At: s.now()})
-		}
-		return ch, nil
-	})
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("store: mark request %s posted: %w", id, err)
-	}
-	return err
+	return s.RecordPost(ctx, id, channel, ts, renderedVersion, s.now())
 }
 
 // MarkSynced records that the message now shows renderedVersion.

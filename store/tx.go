@@ -165,6 +165,11 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 		for _, u := range uniqueUsers(rec.IndexedReviewers, ch.AddReviewers) {
 			p.ZRem(ctx, s.keys.reviewerIndex(shard, u), rec.ID)
 		}
+		if rec.Slack.Copies > 0 {
+			// Its reminder and escalation copies show the outcome too
+			// (a copy recorded after this schedules the job itself).
+			ch.Jobs = append(ch.Jobs, JobAt{ID: jobID(JobCopies, rec.ID), At: now})
+		}
 	}
 	escalating := ch.Status == aah.StatusEscalated && rec.Status != aah.StatusEscalated
 	newReviewers := false

@@ -353,7 +353,7 @@ func TestHistoryNewestFirstWithLimitAndCursor(t *testing.T) {
 		}
 		tss = append(tss, ts)
 	}
-	h, err := api.GetConversationHistory(&slack.GetConversationHistoryParameters{ChannelID: "#approvals", Limit: 2})
+	h, err := api.GetConversationHistory(&slack.GetConversationHistoryParameters{ChannelID: ChannelApprovals, Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,9 +96,9 @@ func (s *Server) conversationsInfo(req *apiRequest) result {
 
 // conversationsHistory implements conversations.history: top-level messages
 // (and thread broadcasts), newest first, with limit, latest, oldest,
-// inclusive and cursor.
+// inclusive, cursor and include_all_metadata.
 func (s *Server) conversationsHistory(req *apiRequest) result {
-	conv, code := s.dir.resolve(req.get("channel"))
+	conv, code := s.dir.resolveID(req.get("channel"))
 	if code != "" {
 		return errResult(code)
 	}
@@ -138,8 +138,9 @@ func (s *Server) conversationsHistory(req *apiRequest) result {
 		return res
 	}
 	out := make([]any, len(page))
+	withMetadata := isTrue(req.get("include_all_metadata"))
 	for i, m := range page {
-		out[i] = s.threadJSON(m, replies[m.TS])
+		out[i] = withoutMetadata(s.threadJSON(m, replies[m.TS]), withMetadata)
 	}
 	return historyResult(out, next)
 }
@@ -147,7 +148,7 @@ func (s *Server) conversationsHistory(req *apiRequest) result {
 // conversationsReplies implements conversations.replies: the thread's
 // parent then its replies, oldest first.
 func (s *Server) conversationsReplies(req *apiRequest) result {
-	conv, code := s.dir.resolve(req.get("channel"))
+	conv, code := s.dir.resolveID(req.get("channel"))
 	if code != "" {
 		return errResult(code)
 	}
@@ -175,11 +176,12 @@ func (s *Server) conversationsReplies(req *apiRequest) result {
 		return res
 	}
 	out := make([]any, len(page))
+	withMetadata := isTrue(req.get("include_all_metadata"))
 	for i, m := range page {
 		if m == parent {
-			out[i] = s.threadJSON(m, replies)
+			out[i] = withoutMetadata(s.threadJSON(m, replies), withMetadata)
 		} else {
-			out[i] = s.messageJSON(m)
+			out[i] = withoutMetadata(s.messageJSON(m), withMetadata)
 		}
 	}
 	return historyResult(out, next)
@@ -203,6 +205,16 @@ func (s *Server) threadJSON(m *Message, replies []*Message) map[string]any {
 	j["reply_users"] = users
 	j["reply_users_count"] = len(users)
 	j["latest_reply"] = replies[len(replies)-1].TS
+	return j
+}
+
+// withoutMetadata drops a message's metadata unless keep is set: like
+// Slack, conversations.history and conversations.replies return message
+// metadata only when asked with include_all_metadata.
+func withoutMetadata(j map[string]any, keep bool) map[string]any {
+	if !keep {
+		delete(j, "metadata")
+	}
 	return j
 }
 

@@ -75,8 +75,9 @@ type Server struct {
 	faults         map[string][]*fault
 	pacing         bool
 	pacingInterval time.Duration
-	lastMicros     int64  // last ts issued, in microseconds
-	seq            uint64 // counter for view ids, hashes and trigger ids
+	methodLimits   map[string]int // calls per minute, app-wide (SetMethodLimit)
+	lastMicros     int64          // last ts issued, in microseconds
+	seq            uint64         // counter for view ids, hashes and trigger ids
 	events         hub
 	changed        chan struct{} // closed and replaced on every change
 	socket         socketMode    // Socket Mode; has its own lock (socket.go)
@@ -233,6 +234,9 @@ func (s *Server) dispatch(req *apiRequest, parseErr string) result {
 	case "":
 		return errResult("not_authed")
 	case s.token:
+		if res, limited := s.checkMethodLimit(req.method, req.now); limited {
+			return res
+		}
 		return h(s, req)
 	default:
 		return errResult("invalid_auth")

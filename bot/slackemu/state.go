@@ -89,6 +89,9 @@ type store struct {
 	openedDMs  map[string]bool   // DM ids opened or posted to
 	lastPost   map[string]time.Time
 	triggers   map[string]*trigger
+	// recentCalls are the times of a rate-limited method's calls within
+	// its window (SetMethodLimit), oldest first.
+	recentCalls map[string][]time.Time
 }
 
 // convLog holds the messages of one conversation in ts order.
@@ -105,13 +108,14 @@ type trigger struct {
 
 func (st *store) init() {
 	*st = store{
-		convs:      map[string]*convLog{},
-		views:      map[string]*View{},
-		viewByExt:  map[string]string{},
-		homeByUser: map[string]string{},
-		openedDMs:  map[string]bool{},
-		lastPost:   map[string]time.Time{},
-		triggers:   map[string]*trigger{},
+		convs:       map[string]*convLog{},
+		views:       map[string]*View{},
+		viewByExt:   map[string]string{},
+		homeByUser:  map[string]string{},
+		openedDMs:   map[string]bool{},
+		lastPost:    map[string]time.Time{},
+		triggers:    map[string]*trigger{},
+		recentCalls: map[string][]time.Time{},
 	}
 }
 

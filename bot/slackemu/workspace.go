@@ -250,6 +250,19 @@ func (d *directory) resolve(ref string) (conversation, string) {
 	return conversation{}, "channel_not_found"
 }
 
+// resolveID finds a conversation by its id only, as the conversations.*
+// read methods do: unlike chat.postMessage they take no "#name" or user id.
+func (d *directory) resolveID(ref string) (conversation, string) {
+	ref = strings.TrimSpace(ref)
+	if c, ok := d.channelsByID[ref]; ok {
+		return conversation{id: c.ID, channel: c, isMember: c.IsMember}, ""
+	}
+	if u, ok := d.dmUser(ref); ok {
+		return d.dm(u)
+	}
+	return conversation{}, "channel_not_found"
+}
+
 // dm returns the DM conversation with u; bots cannot be DMed.
 func (d *directory) dm(u *User) (conversation, string) {
 	if u.IsBot {

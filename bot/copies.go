@@ -1,0 +1,186 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/blocks"
+	"github.com/approvalbot/approvalbot/store"
+	"github.com/slack-go/slack"
+)
+
+// Reminder and escalation copies of a request: sent exactly once each (the
+// protocol of store/sideeffects.go), recorded on the request, and brought
+// up to date once the request closes.
+
+// destination is where a copy goes: a user's DM, or a channel (a thread in
+// it when threadTS is set).
+type destination struct {
+	user     string
+	channel  string
+	threadTS string
+}
+
+// reminderEffect and escalationEffect name copies: "remind:<n>:<to>",
+// "escalate:<k>:<to>".
+func reminderEffect(n int, to string) string {
+	return store.JobRemind + ":" + strconv.Itoa(n) + ":" + to
+}
+func escalationEffect(k int, to string) string {
+	return store.JobEscalate + ":" + strconv.Itoa(k) + ":" + to
+}
+
+// sendCopy sends rec's copy effect to dest exactly once: nothing when it is
+// recorded; from the second attempt on, the copy an earlier attempt sent is
+// looked for and adopted; the copy sent is recorded fenced, and deleted when
+// another attempt's copy was recorded first. A failed Slack call is returned
+// for the caller to classify.
+func (h timerDeps) sendCopy(ctx context.Context, rec store.Record, effect string, dest destination, opts ...slack.MsgOption) error {
+	att, err := h.store.BeginCopy(ctx, rec.ID, effect)
+	if err != nil || att.Done {
+		return err
+	}
+	channel := dest.channel
+	if dest.user != "" {
+		ch, _, _, err := h.slack.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{dest.user}})
+		if err != nil {
+			return err
+		}
+		channel = ch.ID
+	}
+	if att.N > 1 {
+		found, err := h.findCopy(ctx, rec.ID, effect, channel, dest.threadTS, att)
+		switch {
+		case err != nil:
+			if retry := lookupFailed(ctx, h.log, err, h.rateLimitHold, rec.ID, effect); retry != nil {
+				return retry
+			}
+		case len(found) > 0:
+			c := store.Copy{Effect: effect, Channel: found[0].channel, TS: found[0].ts, ThreadTS: dest.threadTS}
+			_, _, err := h.store.RecordCopy(ctx, rec.ID, c, h.now().Add(h.lease))
+			h.log.InfoContext(ctx, "found the copy an earlier attempt sent; not sending again", "request_id", rec.ID, "effect", effect)
+			return err
+		}
+	}
+	if dest.threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(dest.threadTS))
+	}
+	opts = append(opts, copyMetadata(rec.ID, effect, att.N))
+	posted, ts, err := h.slack.PostMessageContext(ctx, channel, opts...)
+	if err != nil {
+		return err
+	}
+	recordCtx := context.WithoutCancel(ctx)
+	if posted != channel && !channelID.MatchString(channel) {
+		if err := h.store.NoteChannelID(recordCtx, channel, posted); err != nil {
+			h.log.WarnContext(ctx, "could not note the channel's id", "channel", channel, "err", err)
+		}
+	}
+	c := store.Copy{Effect: effect, Channel: posted, TS: ts, ThreadTS: dest.threadTS, Version: rec.Version}
+	_, won, err := h.store.RecordCopy(recordCtx, rec.ID, c, h.now().Add(h.lease))
+	if err != nil {
+		h.log.ErrorContext(ctx, "copy sent but not recorded; the next attempt looks for it", "request_id", rec.ID, "effect", effect, "err", err)
+		return err
+	}
+	if !won {
+		h.log.WarnContext(ctx, "another attempt recorded its copy first; deleting this one", "request_id", rec.ID, "effect", effect)
+		return deleteCopy(recordCtx, h.slack, h.log, rec.ID, effect, posted, ts)
+	}
+	return nil
+}
+
+type foundCopy struct{ channel, ts string }
+
+// findCopy looks for the copies of effect earlier attempts sent.
+func (h timerDeps) findCopy(ctx context.Context, id, effect, channel, threadTS string, att store.Attempt) ([]foundCopy, error) {
+	if !channelID.MatchString(channel) && !dmChannelID.MatchString(channel) {
+		known, err := h.store.ChannelID(ctx, channel)
+		if err != nil {
+			return nil, err
+		}
+		if known == "" {
+			return nil, errChannelUnknown
+		}
+		channel = known
+	}
+	tss, err := findSent(ctx, h.slack, channel, threadTS, att.FirstAt, id, effect)
+	out := make([]foundCopy, len(tss))
+	for i, ts := range tss {
+		out[i] = foundCopy{channel, ts}
+	}
+	return out, err
+}
+
+// copiesJob runs "copies:<id>" jobs: once a request closed (resolved,
+// expired or withdrawn), every reminder and escalation copy it recorded is
+// updated to show the outcome, without controls, each once (a copy is
+// marked final when done, so a retry updates only the rest). The store
+// schedules the job when the request closes, and again when a copy is
+// recorded after it closed.
+type copiesJob struct{ timerDeps }
+
+func (h copiesJob) Handle(ctx context.Context, j store.Job) error {
+	rec, req, err := loadTimed(ctx, h.store, j.RequestID, h.log)
+	if err != nil || req == nil || rec.Status.Open() {
+		return err
+	}
+	copies, err := h.store.Copies(ctx, rec.ID)
+	if err != nil {
+		return err
+	}
+	for _, cs := range copies {
+		c := cs.Copy
+		if c == nil || c.Final {
+			continue
+		}
+		text, blks := h.closedCopy(req, rec, c.Effect)
+		_, _, _, err := h.slack.UpdateMessageContext(ctx, c.Channel, c.TS, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blks...))
+		if err != nil {
+			code, retry := classifySlack(err, h.rateLimitHold, refusedForTimers)
+			if retry != nil {
+				h.log.WarnContext(ctx, "copy not updated; retrying", "request_id", rec.ID, "effect", c.Effect, "err", err)
+				return retry
+			}
+			h.log.WarnContext(ctx, "copy cannot be updated; left as it is", "request_id", rec.ID, "effect", c.Effect, "slack_error", code)
+		}
+		c.Version, c.Final = rec.Version, true
+		if err := h.store.MarkCopySynced(context.WithoutCancel(ctx), rec.ID, *c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h copiesJob) GaveUp(ctx context.Context, j store.Job, err error) {
+	h.log.ErrorContext(ctx, "gave up updating the copies of a closed request", "request_id", j.RequestID, "err", err)
+}
+
+// closedCopy renders a copy of the closed request: an escalation copy is
+// the request's message in its final state (no controls) under its intro; a
+// reminder says the request no longer waits and how it ended.
+func (h timerDeps) closedCopy(req *aah.Request, rec store.Record, effect string) (string, []slack.Block) {
+	kind, rest, _ := strings.Cut(effect, ":")
+	k, to, _ := strings.Cut(rest, ":")
+	if kind == store.JobEscalate {
+		step, _ := strconv.Atoi(k)
+		return escalationMessage(blocks.Render(req, stateOf(rec, h.defaults)), escalationIntro(req, step, !aah.IsSlackUserID(to)))
+	}
+	title := blocks.Escape(req.Artifact.Title)
+	if link := rec.Slack.Permalink; link != "" {
+		title = "<" + link + "|" + title + ">"
+	}
+	outcome := map[aah.Status]string{aah.StatusResolved: "was decided", aah.StatusExpired: "expired",
+		aah.StatusWithdrawn: "was withdrawn by the agent"}[rec.Status]
+	if outcome == "" {
+		outcome = "is closed (" + string(rec.Status) + ")"
+	}
+	if rec.Status == aah.StatusResolved && rec.ResolvedBy.ID != "" {
+		outcome += " by <@" + rec.ResolvedBy.ID + ">"
+	}
+	head := fmt.Sprintf(":white_check_mark: *Reminder:* *%s* no longer waits for a decision: it %s.", title, outcome)
+	text := fmt.Sprintf("Reminder: %s no longer waits for a decision: it %s.", blocks.Escape(req.Artifact.Title), outcome)
+	return text, []slack.Block{slack.NewSectionBlock(mrkdwnText(head), nil, nil)}
+}

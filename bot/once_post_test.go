@@ -1,0 +1,186 @@
+package bot_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/approvalbot/approvalbot/bot"
+	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/store"
+	"github.com/slack-go/slack"
+)
+
+// errCrash stands for a process that died: the call never reached Redis.
+var errCrash = errors.New("test: the process died here")
+
+// crashingRecords records nothing: the worker "dies" between Slack
+// accepting its message and recording it.
+type crashingRecords struct{ *store.Store }
+
+func (crashingRecords) RecordPost(context.Context, string, string, string, int64, time.Time) error {
+	return errCrash
+}
+
+// gatedSlack holds chat.postMessage until released: a worker stuck in its
+// Slack call while its lease runs out.
+type gatedSlack struct {
+	*slack.Client
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g gatedSlack) PostMessageContext(ctx context.Context, channel string, opts ...slack.MsgOption) (string, string, error) {
+	g.entered <- struct{}{}
+	<-g.release
+	return g.Client.PostMessageContext(ctx, channel, opts...)
+}
+
+// newWorker is one worker's poster over h's Redis and emulator.
+func (h *harness) newWorker(api bot.SlackAPI, records bot.Records, lease time.Duration) bot.JobHandler {
+	h.t.Helper()
+	p, err := bot.NewPoster(bot.PosterOptions{Slack: api, Records: records, PostInterval: time.Millisecond, Lease: lease})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return p.Handlers()[store.JobPost]
+}
+
+func (h *harness) slackClient() *slack.Client {
+	return slack.New(h.emu.Token(), slack.OptionAPIURL(h.emu.APIURL()), slack.OptionHTTPClient(h.emu.Client()))
+}
+
+// onlyMessage checks that the channel shows exactly one message for the
+// request, the one it recorded.
+func (h *harness) onlyMessage(id, channel string) {
+	h.t.Helper()
+	msgs := h.emu.Messages(channel)
+	rec, err := h.store.Get(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(msgs) != 1 || msgs[0].TS != rec.Slack.TS || rec.Slack.Channel != channel {
+		var tss []string
+		for _, m := range msgs {
+			tss = append(tss, m.TS)
+		}
+		h.t.Fatalf("channel shows %v, the request recorded %s %s: want exactly the recorded message", tss, rec.Slack.Channel, rec.Slack.TS)
+	}
+}
+
+// A worker that dies after Slack accepted its post and before recording
+// it: the next attempt finds the message by its metadata and adopts it.
+func TestPostCrashAfterSlackAcceptedIsNotRepeated(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := h.accept(example(t))
+	job := store.Job{ID: store.JobID(store.JobPost, id), Kind: store.JobPost, RequestID: id, Attempt: 1}
+	ctx := ctxTimeout(t, 10*time.Second)
+	if err := h.newWorker(h.slackClient(), crashingRecords{h.store}, time.Second).Handle(ctx, job); !errors.Is(err, errCrash) {
+		t.Fatalf("first worker: %v, want the crash", err)
+	}
+	job.Attempt = 2
+	if err := h.newWorker(h.slackClient(), h.store, time.Second).Handle(ctx, job); err != nil {
+		t.Fatalf("second worker: %v", err)
+	}
+	if ok, _ := postCalls(h.emu); ok != 1 {
+		t.Errorf("%d chat.postMessage calls, want 1", ok)
+	}
+	h.onlyMessage(id, "C0APPROVALS")
+}
+
+// raceTwoWorkers runs a post whose first worker is stuck in its Slack call
+// until a second worker (the lease ran out) posted and recorded its own;
+// then the first one's call completes. first records through firstRecords.
+func raceTwoWorkers(t *testing.T, h *harness, firstRecords bot.Records) (id string, firstErr error) {
+	t.Helper()
+	id = h.accept(example(t))
+	job := store.Job{ID: store.JobID(store.JobPost, id), Kind: store.JobPost, RequestID: id, Attempt: 1}
+	ctx := ctxTimeout(t, 10*time.Second)
+	gate := gatedSlack{Client: h.slackClient(), entered: make(chan struct{}), release: make(chan struct{})}
+	firstDone := make(chan error, 1)
+	go func() { firstDone <- h.newWorker(gate, firstRecords, time.Nanosecond).Handle(ctx, job) }()
+	<-gate.entered // the first worker is inside chat.postMessage
+	job.Attempt = 2
+	if err := h.newWorker(h.slackClient(), h.store, time.Nanosecond).Handle(ctx, job); err != nil {
+		t.Fatalf("second worker: %v", err)
+	}
+	close(gate.release)
+	return id, <-firstDone
+}
+
+// Two workers post at once (the first outlived its lease inside the Slack
+// call): the store keeps the first ts recorded, and the other worker
+// deletes its own copy.
+func TestPostLeaseOverrunLoserDeletesItsCopy(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id, firstErr := raceTwoWorkers(t, h, h.store)
+	if firstErr != nil {
+		t.Fatalf("first worker: %v", firstErr)
+	}
+	if ok, _ := postCalls(h.emu); ok != 2 {
+		t.Errorf("%d chat.postMessage calls, want both workers' 2", ok)
+	}
+	if n := len(h.emu.CallsTo("chat.delete")); n != 1 {
+		t.Errorf("%d chat.delete calls, want 1", n)
+	}
+	h.onlyMessage(id, "C0APPROVALS")
+}
+
+// The same race, but the losing worker dies before it can delete its
+// copy: the sweep scheduled with the record deletes it.
+func TestPostLeaseOverrunCrashedLoserIsSwept(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id, firstErr := raceTwoWorkers(t, h, crashingRecords{h.store})
+	if !errors.Is(firstErr, errCrash) {
+		t.Fatalf("first worker: %v, want the crash", firstErr)
+	}
+	if n := len(h.emu.Messages("C0APPROVALS")); n != 2 {
+		t.Fatalf("%d messages before the sweep, want the 2 of the race", n)
+	}
+	h.startJobs() // runs the sweep, due at once (lease 1ns)
+	if err := h.emu.WaitFor(ctxTimeout(t, 10*time.Second), func(sn *slackemu.Snapshot) bool {
+		return len(sn.Messages("C0APPROVALS")) == 1
+	}); err != nil {
+		t.Fatalf("duplicate not swept: %v", err)
+	}
+	h.waitIdle()
+	h.onlyMessage(id, "C0APPROVALS")
+}
+
+// When Slack fails the lookup transiently, nothing is posted (the job is
+// retried); when it refuses it for good (the app lacks the history
+// scope), the post goes out rather than the request staying unseen.
+func TestPostLookupFailure(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := h.accept(example(t))
+	job := store.Job{ID: store.JobID(store.JobPost, id), Kind: store.JobPost, RequestID: id, Attempt: 1}
+	ctx := ctxTimeout(t, 10*time.Second)
+	if err := h.newWorker(h.slackClient(), crashingRecords{h.store}, time.Second).Handle(ctx, job); !errors.Is(err, errCrash) {
+		t.Fatalf("first worker: %v, want the crash", err)
+	}
+	h.emu.InjectHTTPStatus("conversations.history", http.StatusServiceUnavailable, 1)
+	job.Attempt = 2
+	if err := h.newWorker(h.slackClient(), h.store, time.Second).Handle(ctx, job); err == nil {
+		t.Fatal("a failed lookup was not retried")
+	}
+	if ok, _ := postCalls(h.emu); ok != 1 {
+		t.Fatalf("%d posts after a failed lookup, want still 1", ok)
+	}
+	h.emu.InjectError("conversations.history", "missing_scope", 1)
+	job.Attempt = 3
+	if err := h.newWorker(h.slackClient(), h.store, time.Second).Handle(ctx, job); err != nil {
+		t.Fatalf("worker without the history scope: %v", err)
+	}
+	if ok, _ := postCalls(h.emu); ok != 2 {
+		t.Fatalf("%d posts when the lookup is refused for good, want 2 (sent unchecked)", ok)
+	}
+	if rec, _ := h.store.Get(ctx, id); !rec.Posted() {
+		t.Error("the unchecked post was not recorded")
+	}
+}
