@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/approvalbot/approvalbot/store"
@@ -60,7 +59,7 @@ func (h homeJob) Handle(ctx context.Context, j store.Job) error {
 	}
 	// The person whose click resolved the request had their tab refreshed
 	// by that click's handler, after it noted the answer among theirs.
-	users := slices.DeleteFunc(homeAudience(rec), func(u string) bool { return u == rec.ResolvedBy.ID })
+	users := slices.DeleteFunc(rec.HomeAudience(), func(u string) bool { return u == rec.ResolvedBy.ID })
 	opened, err := h.store.HomeOpened(ctx, slices.Compact(slices.Sorted(slices.Values(users))))
 	if err != nil {
 		return err
@@ -73,18 +72,6 @@ func (h homeJob) GaveUp(ctx context.Context, j store.Job, err error) {
 		"request_id", j.RequestID, "err", err)
 }
 
-// homeAudience is everyone whose Home tab may list rec: its reviewers
-// (named, resolved from emails, escalated to) and the people its message
-// mentions.
-func homeAudience(rec store.Record) []string {
-	users := slices.Concat(rec.IndexedReviewers, rec.EscalatedTo)
-	for _, m := range rec.Mentions { // "<@U123>"
-		if id, ok := strings.CutPrefix(m, "<@"); ok && strings.HasSuffix(id, ">") {
-			users = append(users, strings.TrimSuffix(id, ">"))
-		}
-	}
-	return users
-}
 
 // homePublishJob runs "homepub:<user id>" jobs: it publishes the user's
 // Home tab as it is now. A 429 holds views.publish for every process for

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -159,7 +158,7 @@ func (s *Slack) refreshHomes(action string, by aah.Person, rec store.Record) {
 				s.log.WarnContext(ctx, "could not note an answered request", "user", by.ID, "err", err)
 			}
 		}
-		if err := s.publishHomes(ctx, append(homeAudience(rec), by.ID)); err != nil {
+		if err := s.publishHomes(ctx, append(rec.HomeAudience(), by.ID)); err != nil {
 			s.log.WarnContext(ctx, "could not refresh Home tabs", "request_id", rec.ID, "err", err)
 		}
 	})
@@ -175,7 +174,7 @@ func (s *Slack) RefreshHomes(ctx context.Context, rec store.Record, skip string)
 	if s.opts.Home == nil || s.opts.Lists == nil {
 		return nil
 	}
-	return s.publishHomes(ctx, slices.DeleteFunc(homeAudience(rec), func(u string) bool { return u == skip }))
+	return s.publishHomes(ctx, slices.DeleteFunc(rec.HomeAudience(), func(u string) bool { return u == skip }))
 }
 
 // publishHomes publishes the Home tab of those of users who opened it lately.
@@ -191,18 +190,6 @@ func (s *Slack) publishHomes(ctx context.Context, users []string) error {
 	return nil
 }
 
-// homeAudience is everyone whose Home tab may list rec: its reviewers
-// (named, resolved from emails, escalated to) and the people its message
-// mentions.
-func homeAudience(rec store.Record) []string {
-	users := slices.Concat(rec.IndexedReviewers, rec.EscalatedTo)
-	for _, m := range rec.Mentions { // "<@U123>"
-		if id, ok := strings.CutPrefix(m, "<@"); ok && strings.HasSuffix(id, ">") {
-			users = append(users, strings.TrimSuffix(id, ">"))
-		}
-	}
-	return users
-}
 
 // listItems parses stored requests for a listing, leaving out any that no
 // longer parse.
