@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/approvalbot/approvalbot/bot"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/webhook"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -398,15 +401,21 @@ func TestCrashBetweenResolutionAndDelivery(t *testing.T) {
 
 // A worker that claimed the deliver job and died holds its lease; once the
 // lease runs out another runner delivers, once.
+//
+// The lease runs out on the store's injected clock, so the machine's speed
+// decides nothing: the live runner sweeps every shard while the dead
+// worker's lease holds (and delivers nothing), then the clock passes the
+// lease and it delivers. Its own lease is long enough never to be overrun.
 func TestCrashWhileHoldingTheDeliverJob(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	clk := &manualClock{now: time.Now()}
+	e := newEnvWithClock(t, clk.Now)
 	rc := newReceiver(t, nil)
 	e.create("held", rc.srv.URL)
 	e.resolve("held", responseFor("held"), "msg_held")
 	// A worker claims the jobs (the Slack post and the delivery) and dies.
 	var stale []store.Job
-	const lease = 400 * time.Millisecond
+	const lease = time.Minute
 	for shard := range store.Shards {
 		jobs, err := e.st.Claim(t.Context(), shard, 10, lease)
 		mustNil(t, err)
@@ -419,13 +428,24 @@ func TestCrashWhileHoldingTheDeliverJob(t *testing.T) {
 	if len(stale) != 1 {
 		t.Fatalf("claimed %d deliver jobs, want 1", len(stale))
 	}
-	start := time.Now()
 	d, _ := e.deliverer(nil)
-	e.runner(d, lease)
-	e.waitDelivery("held", store.DeliveryDelivered, 10*time.Second)
-	if waited := time.Since(start); waited < lease*3/4 {
-		t.Errorf("delivered after %s, before the dead worker's lease (%s) ran out", waited, lease)
+	claims := &countingQueue{Queue: e.st, more: make(chan struct{}, 1)}
+	e.runnerOn(claims, d, 10*time.Minute, clk.Now)
+	// Two full sweeps of the shards: the live runner has looked at the
+	// delivery's shard at least once since the dead worker claimed it.
+	guard := time.After(time.Minute)
+	for claims.n.Load() < 2*store.Shards {
+		select {
+		case <-claims.more:
+		case <-guard:
+			t.Fatal("the live runner stopped claiming")
+		}
 	}
+	if n := len(rc.got()); n != 0 {
+		t.Fatalf("delivered %d times before the dead worker's lease ran out", n)
+	}
+	clk.Advance(lease + time.Second)
+	e.waitDelivery("held", store.DeliveryDelivered, time.Minute)
 	e.waitQueueEmpty()
 	if n := len(rc.got()); n != 1 {
 		t.Errorf("%d deliveries, want 1", n)
@@ -433,6 +453,42 @@ func TestCrashWhileHoldingTheDeliverJob(t *testing.T) {
 	if err := e.st.Ack(context.Background(), stale[0]); err == nil {
 		t.Error("the dead worker's stale lease could still ack the job")
 	}
+}
+
+// countingQueue counts Claims (and signals more after each), so a test can
+// tell that a runner has swept the shards.
+type countingQueue struct {
+	bot.Queue
+	n    atomic.Int64
+	more chan struct{}
+}
+
+func (q *countingQueue) Claim(ctx context.Context, shard, max int, lease time.Duration) ([]store.Job, error) {
+	jobs, err := q.Queue.Claim(ctx, shard, max, lease)
+	q.n.Add(1)
+	select {
+	case q.more <- struct{}{}:
+	default:
+	}
+	return jobs, err
+}
+
+// manualClock is a store clock that only moves when the test says.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 func TestNewDelivererValidates(t *testing.T) {
