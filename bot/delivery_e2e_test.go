@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/approvalbot/approvalbot/bot/slackemu"
 	"github.com/approvalbot/approvalbot/store"
+	"github.com/redis/go-redis/v9"
 )
 
 // A storm of 429s delays the posts but loses none and doubles none, and every
@@ -70,22 +73,114 @@ func TestRateLimitWithoutRetryAfter(t *testing.T) {
 	}
 }
 
-// Posts to one channel are spaced by SLACK_POST_INTERVAL, so Slack's own
-// pacing (enforced by the emulator) never has to refuse one.
+// Posts to one channel are spaced by SLACK_POST_INTERVAL: every post goes
+// out in a pace slot of its own, taken after the previous one's interval.
+//
+// The spacing is measured where the bot makes it, at the slot in Redis, not
+// at the emulator: the time between taking a slot and the post reaching
+// Slack depends on the machine, so arrival times cannot show the pacing
+// without depending on its speed.
 func TestPostsArePacedPerChannel(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *configT, _ *depsT) { c.SlackPostInterval = 300 * time.Millisecond })
-	h.emu.SetPacing(true, 250*time.Millisecond)
+	const interval = 300 * time.Millisecond
+	h := newHarness(t, func(c *configT, _ *depsT) { c.SlackPostInterval = interval })
+	slots := &paceRecorder{prefix: h.prefix + ":pace:"}
+	h.rdb.AddHook(slots)
 	h.startJobs()
 	for i := range 4 {
 		h.post(exampleWith(t, fmt.Sprintf("paced-%d", i), nil))
 	}
-	if _, err := h.emu.WaitForMessages(ctxTimeout(t, 10*time.Second), "C0APPROVALS", 4); err != nil {
+	if _, err := h.emu.WaitForMessages(ctxTimeout(t, time.Minute), "C0APPROVALS", 4); err != nil {
 		t.Fatal(err)
 	}
-	if ok, refused := postCalls(h.emu); ok != 4 || refused != 0 {
-		t.Errorf("posts ok=%d refused=%d: the bot outran Slack's pacing", ok, refused)
+	h.waitIdle()
+	posts := h.emu.CallsTo("chat.postMessage")
+	taken := slots.taken()
+	if len(posts) != 4 || len(taken) != 4 {
+		t.Fatalf("%d posts and %d pace slots taken, want one slot per post (4)", len(posts), len(taken))
 	}
+	for k := range posts {
+		// Sorted, the k-th post cannot precede the k-th request for a slot.
+		if posts[k].At.Before(taken[k].before) {
+			t.Errorf("post %d reached Slack at %s, before its pace slot was asked for (%s)", k, posts[k].At, taken[k].before)
+		}
+	}
+	// Redis took each slot between its call's before and after, so two slots
+	// at least interval apart need calls spanning at least interval: a
+	// bound a slow machine can only widen.
+	for i := range taken {
+		for j := range i {
+			last := taken[i].after
+			if taken[j].after.After(last) {
+				last = taken[j].after
+			}
+			if span := last.Sub(taken[j].before); span < interval {
+				t.Errorf("pace slots %d and %d were taken at most %s apart, want at least %s", j, i, span, interval)
+			}
+		}
+	}
+}
+
+// paceRecorder is a go-redis hook that records each pace-slot script the
+// bot runs (every call on a key under prefix) and what it answered: 0 when
+// the slot was taken. The test turns no 429s into channel holds, so every
+// such call is a TakePaceSlot.
+type paceRecorder struct {
+	prefix string
+	mu     sync.Mutex
+	calls  []paceCall
+}
+
+// paceCall is one TakePaceSlot: Redis ran it between before and after.
+type paceCall struct {
+	before, after time.Time
+	wait          int64
+}
+
+func (r *paceRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *paceRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (r *paceRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args() // EVALSHA sha 1 key interval
+		key, _ := func() (string, bool) {
+			if len(args) < 4 {
+				return "", false
+			}
+			s, ok := args[3].(string)
+			return s, ok
+		}()
+		if name := cmd.Name(); (name != "evalsha" && name != "eval") || !strings.HasPrefix(key, r.prefix) {
+			return next(ctx, cmd)
+		}
+		before := time.Now()
+		err := next(ctx, cmd)
+		after := time.Now()
+		if c, ok := cmd.(*redis.Cmd); ok && err == nil {
+			wait, _ := c.Int64()
+			r.mu.Lock()
+			r.calls = append(r.calls, paceCall{before: before, after: after, wait: wait})
+			r.mu.Unlock()
+		}
+		return err
+	}
+}
+
+// taken lists the calls that took a slot, in the order they were made.
+func (r *paceRecorder) taken() []paceCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []paceCall
+	for _, c := range r.calls {
+		if c.wait == 0 {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b paceCall) int { return a.before.Compare(b.before) })
+	return out
 }
 
 // Permanent Slack errors stop at once and are reported by GET.
