@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/approvalbot/approvalbot/aah/schema"
 	"github.com/approvalbot/approvalbot/blocks"
@@ -38,7 +37,7 @@ func approvalRequest(t *testing.T, id string, slackExt map[string]any, edits ...
 // containing want, nothing was answered, and the audit names u and rule.
 func refusedWith(t *testing.T, h *harness, id string, u slackUser, want, rule string) {
 	t.Helper()
-	if err := h.emu.WaitFor(ctxTimeout(t, 5*time.Second), func(s *slackemu.Snapshot) bool {
+	if err := h.emu.WaitFor(ctxTimeout(t, guard), func(s *slackemu.Snapshot) bool {
 		for _, e := range s.Ephemerals("C0APPROVALS", u.id) {
 			if strings.Contains(e.Text, want) {
 				return true
@@ -177,7 +176,7 @@ func TestRejectNeedsAReason(t *testing.T) {
 
 	// The reason modal opens for Bob.
 	ok(t, h.click(bob, id, "ship", button(blocks.ActionRejectReason, "false")))
-	calls, err := h.emu.WaitForCalls(ctxTimeout(t, 5*time.Second), "views.open", 1)
+	calls, err := h.emu.WaitForCalls(ctxTimeout(t, guard), "views.open", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +193,7 @@ func TestRejectNeedsAReason(t *testing.T) {
 	if rec.Status != "resolved" {
 		t.Fatalf("status %s", rec.Status)
 	}
-	d := agent.wait(t, 10*time.Second)
+	d := agent.wait(t, guard)
 	var resp struct {
 		Content struct {
 			Body struct {
@@ -267,7 +266,7 @@ func TestQuorumAndRolesWithConcurrentApprovers(t *testing.T) {
 	if rec.Status != "resolved" || rec.Answers["ship"].Value != true || len(rec.Answers["ship"].Signoffs) != 3 {
 		t.Fatalf("after all approve: %s %+v", rec.Status, rec.Answers["ship"])
 	}
-	d := agent.wait(t, 10*time.Second)
+	d := agent.wait(t, guard)
 	if err := schema.ValidateResponse(d.body); err != nil {
 		t.Errorf("response does not validate: %v", err)
 	}
@@ -339,7 +338,7 @@ func TestGroupLookupFailureFailsClosed(t *testing.T) {
 	id := h.postAndWait(approvalRequest(t, "authz-lookup", map[string]any{"reviewer_groups": []any{slackemu.UserGroupLeads}}))
 	h.emu.InjectError("usergroups.users.list", "ratelimited", 1)
 	ok(t, h.click(alice, id, "ship", button(blocks.ActionApprove, "true")))
-	if err := h.emu.WaitFor(ctxTimeout(t, 5*time.Second), func(s *slackemu.Snapshot) bool {
+	if err := h.emu.WaitFor(ctxTimeout(t, guard), func(s *slackemu.Snapshot) bool {
 		return len(s.Ephemerals("C0APPROVALS", alice.id)) == 1
 	}); err != nil {
 		t.Fatal(err)

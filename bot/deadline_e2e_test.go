@@ -33,7 +33,7 @@ func timed(t *testing.T, id string, deadline time.Time, action string, url strin
 // waitStatus waits (real time) until the request reaches a status.
 func (h *harness) waitStatus(id string, want aah.Status) store.Record {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(guard)
 	for {
 		rec, err := h.store.Get(context.Background(), id)
 		if err == nil && rec.Status == want {
@@ -150,7 +150,7 @@ func TestDeadlineActions(t *testing.T) {
 			if c.check != nil {
 				c.check(t, entries)
 			}
-			if d := agent.wait(t, 10*time.Second); !d.signatureOK || string(d.body) != string(rec.Response) {
+			if d := agent.wait(t, guard); !d.signatureOK || string(d.body) != string(rec.Response) {
 				t.Error("the deadline's response was not delivered intact")
 			}
 			h.waitIdle()
@@ -233,7 +233,7 @@ func TestThreeProcessesApplyEachDeadlineOnce(t *testing.T) {
 		first.waitStatus(id, aah.StatusExpired)
 	}
 	for range n {
-		agent.wait(t, 10*time.Second)
+		agent.wait(t, guard)
 	}
 	first.waitIdle()
 	for _, id := range ids {

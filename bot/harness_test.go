@@ -27,6 +27,11 @@ import (
 // testCallbackSecret signs the decision responses the tests receive.
 const testCallbackSecret = "whsec_dGVzdC1jYWxsYmFjay1zZWNyZXQtMDEyMzQ1Njc4OQ=="
 
+// guard is how long a test waits for something that must happen before it
+// gives up. It only stops a hung test: no test measures the machine's speed
+// with it, so it can be generous for a saturated CI machine.
+const guard = time.Minute
+
 // Tokens of the two agents every harness accepts.
 const (
 	tokenPM    = "pm-token-0123456789abcdef"
@@ -70,9 +75,11 @@ func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *s
 		SlackPostInterval:    50 * time.Millisecond,
 		IntakeMaxBodyBytes:   1 << 20,
 		WorkerConcurrency:    4,
-		JobLease:             10 * time.Second,
-		JobMaxAttempts:       5,
-		JobPollInterval:      20 * time.Millisecond,
+		// Long enough that no slow machine overruns a lease mid-job (the
+		// crash tests expire leases on an injected clock instead).
+		JobLease:        time.Minute,
+		JobMaxAttempts:  5,
+		JobPollInterval: 20 * time.Millisecond,
 	}
 	cfg, err := cfg.WithTokens("pm:" + tokenPM + ",other:" + tokenOther)
 	if err != nil {
@@ -186,7 +193,7 @@ func (h *harness) waitIdle() {
 // guard against a hung test: nothing here measures how fast the machine is.
 func (h *harness) waitQueue(cond func(store.QueueDepth) bool) {
 	h.t.Helper()
-	guard := time.Now().Add(time.Minute)
+	giveUp := time.Now().Add(guard)
 	for {
 		d, err := h.store.Depth(context.Background())
 		if err != nil {
@@ -195,7 +202,7 @@ func (h *harness) waitQueue(cond func(store.QueueDepth) bool) {
 		if cond(d) {
 			return
 		}
-		if time.Now().After(guard) {
+		if time.Now().After(giveUp) {
 			h.t.Fatalf("outbox never reached the expected state: %+v", d)
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -54,10 +54,10 @@ func escalating(t *testing.T, id string, now time.Time, reviewers []string, esca
 
 func step(after, to string) map[string]any { return map[string]any{"after": after, "to": to} }
 
-// eventually polls cond (real time) for up to 10s.
+// eventually polls cond (real time) until it holds, for up to guard.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(guard)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

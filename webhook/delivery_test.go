@@ -347,23 +347,22 @@ func TestExhaustedScheduleIsDeadThenRedelivered(t *testing.T) {
 }
 
 // An attempt that outlasts Timeout fails as "timeout" and is retried.
+// The receiver answers only after a minute, so an attempt that was not cut
+// off at its 100ms would end delivered, not timed out, however fast the
+// machine is.
 func TestSlowReceiverTimesOut(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
-		case <-time.After(5 * time.Second):
+		case <-time.After(time.Minute):
 		}
 	})
 	d, _ := e.deliverer(func(o *webhook.DelivererOptions) { o.Timeout = 100 * time.Millisecond })
 	e.create("slow", rc.srv.URL)
 	e.resolve("slow", responseFor("slow"), "msg_slow")
-	start := time.Now()
 	mustNil(t, d.Handle(t.Context(), deliverJob("slow")))
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("attempt took %s with a 100ms timeout", took)
-	}
 	rec, err := e.st.Get(t.Context(), "slow")
 	mustNil(t, err)
 	if rec.Delivery.State != store.DeliveryRetrying || rec.Delivery.LastError != "timeout" {
