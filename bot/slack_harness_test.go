@@ -164,8 +164,4 @@ func textInput(value string) map[string]any {
 	return map[string]any{"type": "plain_text_input", "value": value}
 }
 
-func withSecret(secret string) harnessOption {
-	return func(c *configT, _ *depsT) { c.SlackSigningSecret = secret }
-}
-
 var _ = bot.LocalSigningSecret
