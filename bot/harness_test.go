@@ -93,6 +93,9 @@ func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *s
 		Metrics: metrics, Registry: reg, Logger: testLogger(t),
 		Slack:         slack.New(emu.Token(), slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(httpClient)),
 		RateLimitHold: 200 * time.Millisecond,
+		// Listings answer in the ack however loaded the machine is; the
+		// slow path (response_url) is tested in handlers.
+		CommandBudget: guard,
 	}
 	for _, o := range opts {
 		o(&cfg, &deps)
@@ -187,6 +190,14 @@ func (h *harness) get(id string) map[string]any {
 func (h *harness) waitIdle() {
 	h.t.Helper()
 	h.waitQueue(func(d store.QueueDepth) bool { return d.Due == 0 && d.InFlight == 0 && !h.scheduledLater() })
+}
+
+// waitDrained waits until every job due now on the harness clock has run:
+// after a clock jump, what the jump made due has happened, and what it did
+// not has not.
+func (h *harness) waitDrained() {
+	h.t.Helper()
+	h.waitQueue(func(d store.QueueDepth) bool { return d.Due == 0 && d.InFlight == 0 })
 }
 
 // waitQueue polls the outbox until cond holds. The minute it allows is only a

@@ -43,6 +43,10 @@ type Deps struct {
 	// RateLimitHold overrides how long a 429 without Retry-After holds a
 	// channel (tests shorten it).
 	RateLimitHold time.Duration
+	// CommandBudget overrides how long a slash command may work before it
+	// is acked with "working on it" (default 2s; tests on a loaded machine
+	// lengthen it so a listing always answers in its ack).
+	CommandBudget time.Duration
 	// Now is the clock of intake, decisions and timers; it must be the
 	// store's (store.Options.Now). Default time.Now.
 	Now func() time.Time
@@ -106,7 +110,7 @@ func NewService(d Deps) (*Service, error) {
 		SigningSecret: cfg.SlackSigningSecret, Decisions: decider, Requests: d.Store,
 		Slack: d.Slack, Async: async, Logger: d.Logger.With("component", "slack"), Registry: d.Registry,
 		Wake: func() { runner.Wake() }, Command: cfg.SlackCommand, Now: d.Now, Lists: d.Store, Home: d.Store,
-		Defaults: cfg.Policy().Defaults,
+		Defaults: cfg.Policy().Defaults, CommandBudget: d.CommandBudget,
 	})
 	if err != nil {
 		return nil, err
