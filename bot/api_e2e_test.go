@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/approvalbot/approvalbot/bot/slackemu"
 )
@@ -133,7 +132,7 @@ func TestWithdrawUpdatesTheMessage(t *testing.T) {
 	h := newHarness(t)
 	h.startJobs()
 	h.post(example(t))
-	msgs, err := h.emu.WaitForMessages(ctxTimeout(t, 10*time.Second), "C0APPROVALS", 1)
+	msgs, err := h.emu.WaitForMessages(ctxTimeout(t, guard), "C0APPROVALS", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +140,7 @@ func TestWithdrawUpdatesTheMessage(t *testing.T) {
 	if r.Status != http.StatusOK || r.json(t)["status"] != "withdrawn" || r.json(t)["withdrawn_at"] == nil {
 		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
 	}
-	if _, err := h.emu.WaitForCalls(ctxTimeout(t, 10*time.Second), "chat.update", 1); err != nil {
+	if _, err := h.emu.WaitForCalls(ctxTimeout(t, guard), "chat.update", 1); err != nil {
 		t.Fatal(err)
 	}
 	h.waitIdle()

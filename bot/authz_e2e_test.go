@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/approvalbot/approvalbot/aah/schema"
 	"github.com/approvalbot/approvalbot/blocks"
@@ -39,7 +38,7 @@ func approvalRequest(t *testing.T, id string, slackExt map[string]any, edits ...
 // containing want, nothing was answered, and the audit names u and rule.
 func refusedWith(t *testing.T, h *harness, id string, u slackUser, want, rule string) {
 	t.Helper()
-	if err := h.emu.WaitFor(ctxTimeout(t, 5*time.Second), func(s *slackemu.Snapshot) bool {
+	if err := h.emu.WaitFor(ctxTimeout(t, guard), func(s *slackemu.Snapshot) bool {
 		for _, e := range s.Ephemerals("C0APPROVALS", u.id) {
 			if strings.Contains(e.Text, want) {
 				return true
@@ -180,7 +179,7 @@ func TestRejectNeedsAReason(t *testing.T) {
 
 	// The reason modal opens for Bob.
 	ok(t, h.click(bob, id, "ship", button(blocks.ActionRejectReason, "false")))
-	calls, err := h.emu.WaitForCalls(ctxTimeout(t, 5*time.Second), "views.open", 1)
+	calls, err := h.emu.WaitForCalls(ctxTimeout(t, guard), "views.open", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +196,7 @@ func TestRejectNeedsAReason(t *testing.T) {
 	if rec.Status != "resolved" {
 		t.Fatalf("status %s", rec.Status)
 	}
-	d := agent.wait(t, 10*time.Second)
+	d := agent.wait(t, guard)
 	var resp struct {
 		Content struct {
 			Body struct {
@@ -270,7 +269,7 @@ func TestQuorumAndRolesWithConcurrentApprovers(t *testing.T) {
 	if rec.Status != "resolved" || rec.Answers["ship"].Value != true || len(rec.Answers["ship"].Signoffs) != 3 {
 		t.Fatalf("after all approve: %s %+v", rec.Status, rec.Answers["ship"])
 	}
-	d := agent.wait(t, 10*time.Second)
+	d := agent.wait(t, guard)
 	if err := schema.ValidateResponse(d.body); err != nil {
 		t.Errorf("response does not validate: %v", err)
 	}
@@ -342,7 +341,7 @@ func TestGroupLookupFailureFailsClosed(t *testing.T) {
 	id := h.postAndWait(approvalRequest(t, "authz-lookup", map[string]any{"reviewer_groups": []any{slackemu.UserGroupLeads}}))
 	h.emu.InjectError("usergroups.users.list", "ratelimited", 1)
 	ok(t, h.click(alice, id, "ship", button(blocks.ActionApprove, "true")))
-	if err := h.emu.WaitFor(ctxTimeout(t, 5*time.Second), func(s *slackemu.Snapshot) bool {
+	if err := h.emu.WaitFor(ctxTimeout(t, guard), func(s *slackemu.Snapshot) bool {
 		return len(s.Ephemerals("C0APPROVALS", alice.id)) == 1
 	}); err != nil {
 		t.Fatal(err)

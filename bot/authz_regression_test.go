@@ -49,7 +49,7 @@ func TestSubmitDoesNotApproveAGatedDecisionByDefault(t *testing.T) {
 			}
 		}
 	}
-	d := agent.wait(t, 10e9)
+	d := agent.wait(t, guard)
 	if err := json.Unmarshal(d.body, &resp); err != nil {
 		t.Fatal(err)
 	}

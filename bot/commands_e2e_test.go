@@ -418,7 +418,7 @@ func (r *responseURL) next(t *testing.T) slashReply {
 	t.Helper()
 	select {
 	case <-r.more:
-	case <-time.After(10 * time.Second):
+	case <-time.After(guard):
 		t.Fatal("nothing POSTed to response_url")
 	}
 	r.mu.Lock()

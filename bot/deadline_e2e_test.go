@@ -33,7 +33,7 @@ func timed(t *testing.T, id string, deadline time.Time, action string, url strin
 // waitStatus waits (real time) until the request reaches a status.
 func (h *harness) waitStatus(id string, want aah.Status) store.Record {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(guard)
 	for {
 		rec, err := h.store.Get(context.Background(), id)
 		if err == nil && rec.Status == want {
@@ -136,8 +136,11 @@ func TestDeadlineActions(t *testing.T) {
 				ok(t, h.click(alice, id, "d1", button(blocks.ActionApprove, "true")))
 				ok(t, h.click(alice, id, "d2", button(blocks.ActionApprove, "true")))
 			}
-			clk.Set(deadline.Add(-time.Second))
-			time.Sleep(50 * time.Millisecond) // the runner polls: nothing may happen before the deadline
+			// Nothing may happen before the deadline. The fake clock runs on
+			// in real time, so stop well short of it: a slow machine must not
+			// reach the deadline while the test looks.
+			clk.Set(deadline.Add(-10 * time.Minute))
+			h.waitDrained()
 			if rec, _ := h.store.Get(context.Background(), id); !rec.Status.Open() {
 				t.Fatalf("closed before its deadline: %v", rec.Status)
 			}
@@ -150,7 +153,7 @@ func TestDeadlineActions(t *testing.T) {
 			if c.check != nil {
 				c.check(t, entries)
 			}
-			if d := agent.wait(t, 10*time.Second); !d.signatureOK || string(d.body) != string(rec.Response) {
+			if d := agent.wait(t, guard); !d.signatureOK || string(d.body) != string(rec.Response) {
 				t.Error("the deadline's response was not delivered intact")
 			}
 			h.waitIdle()
@@ -188,8 +191,7 @@ func TestClosingCancelsTheDeadline(t *testing.T) {
 		}
 	}
 	clk.Set(deadline.Add(time.Minute))
-	time.Sleep(100 * time.Millisecond)
-	h.waitIdle()
+	h.waitIdle() // whatever the jump made due has run
 	for id, want := range map[string]aah.Status{resolved: aah.StatusResolved, withdrawn: aah.StatusWithdrawn} {
 		rec, _ := h.store.Get(context.Background(), id)
 		entries, _ := h.store.Audit(context.Background(), id)
@@ -233,7 +235,7 @@ func TestThreeProcessesApplyEachDeadlineOnce(t *testing.T) {
 		first.waitStatus(id, aah.StatusExpired)
 	}
 	for range n {
-		agent.wait(t, 10*time.Second)
+		agent.wait(t, guard)
 	}
 	first.waitIdle()
 	for _, id := range ids {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/approvalbot/approvalbot/bot/slackemu"
 	"github.com/approvalbot/approvalbot/store"
+	"github.com/redis/go-redis/v9"
 )
 
 // A storm of 429s delays the posts but loses none and doubles none, and every
@@ -24,7 +27,7 @@ func TestRateLimitStorm(t *testing.T) {
 			t.Fatalf("POST: %d %s", r.Status, r.Body)
 		}
 	}
-	if _, err := h.emu.WaitForMessages(ctxTimeout(t, 20*time.Second), "C0APPROVALS", 3); err != nil {
+	if _, err := h.emu.WaitForMessages(ctxTimeout(t, guard), "C0APPROVALS", 3); err != nil {
 		t.Fatal(err)
 	}
 	h.waitIdle()
@@ -32,14 +35,18 @@ func TestRateLimitStorm(t *testing.T) {
 	if ok != 3 || limited != 4 {
 		t.Errorf("posts ok=%d rate-limited=%d, want 3 and 4", ok, limited)
 	}
-	// After the channel's last 429, no post came sooner than Retry-After.
-	calls := h.emu.CallsTo("chat.postMessage")
-	var last429 time.Time
-	for _, c := range calls {
+	// After a request's post was answered 429, its next attempt came no
+	// sooner than Retry-After. (Another request's post may be on its way
+	// already when a 429 comes: the bot cannot call that one back, so the
+	// channel-wide order of arrivals depends on the machine's speed.)
+	last429 := map[string]time.Time{}
+	for _, c := range h.emu.CallsTo("chat.postMessage") {
+		id := requestIDOfCall(t, c)
+		if prev, ok := last429[id]; ok && c.At.Sub(prev) < 990*time.Millisecond {
+			t.Errorf("%s: attempt came %s after its 429 with Retry-After: 1", id, c.At.Sub(prev))
+		}
 		if c.Status == http.StatusTooManyRequests {
-			last429 = c.At
-		} else if !last429.IsZero() && c.At.Sub(last429) < 990*time.Millisecond {
-			t.Errorf("post %s came %s after a 429 with Retry-After: 1", c.At, c.At.Sub(last429))
+			last429[id] = c.At
 		}
 	}
 	for i := range 3 {
@@ -61,7 +68,7 @@ func TestRateLimitWithoutRetryAfter(t *testing.T) {
 	if r := h.post(example(t)); r.Status != http.StatusAccepted {
 		t.Fatalf("POST: %d", r.Status)
 	}
-	if _, err := h.emu.WaitForMessages(ctxTimeout(t, 10*time.Second), "C0APPROVALS", 1); err != nil {
+	if _, err := h.emu.WaitForMessages(ctxTimeout(t, guard), "C0APPROVALS", 1); err != nil {
 		t.Fatal(err)
 	}
 	h.waitIdle()
@@ -70,22 +77,114 @@ func TestRateLimitWithoutRetryAfter(t *testing.T) {
 	}
 }
 
-// Posts to one channel are spaced by SLACK_POST_INTERVAL, so Slack's own
-// pacing (enforced by the emulator) never has to refuse one.
+// Posts to one channel are spaced by SLACK_POST_INTERVAL: every post goes
+// out in a pace slot of its own, taken after the previous one's interval.
+//
+// The spacing is measured where the bot makes it, at the slot in Redis, not
+// at the emulator: the time between taking a slot and the post reaching
+// Slack depends on the machine, so arrival times cannot show the pacing
+// without depending on its speed.
 func TestPostsArePacedPerChannel(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *configT, _ *depsT) { c.SlackPostInterval = 300 * time.Millisecond })
-	h.emu.SetPacing(true, 250*time.Millisecond)
+	const interval = 300 * time.Millisecond
+	h := newHarness(t, func(c *configT, _ *depsT) { c.SlackPostInterval = interval })
+	slots := &paceRecorder{prefix: h.prefix + ":pace:"}
+	h.rdb.AddHook(slots)
 	h.startJobs()
 	for i := range 4 {
 		h.post(exampleWith(t, fmt.Sprintf("paced-%d", i), nil))
 	}
-	if _, err := h.emu.WaitForMessages(ctxTimeout(t, 10*time.Second), "C0APPROVALS", 4); err != nil {
+	if _, err := h.emu.WaitForMessages(ctxTimeout(t, guard), "C0APPROVALS", 4); err != nil {
 		t.Fatal(err)
 	}
-	if ok, refused := postCalls(h.emu); ok != 4 || refused != 0 {
-		t.Errorf("posts ok=%d refused=%d: the bot outran Slack's pacing", ok, refused)
+	h.waitIdle()
+	posts := h.emu.CallsTo("chat.postMessage")
+	taken := slots.taken()
+	if len(posts) != 4 || len(taken) != 4 {
+		t.Fatalf("%d posts and %d pace slots taken, want one slot per post (4)", len(posts), len(taken))
 	}
+	for k := range posts {
+		// Sorted, the k-th post cannot precede the k-th request for a slot.
+		if posts[k].At.Before(taken[k].before) {
+			t.Errorf("post %d reached Slack at %s, before its pace slot was asked for (%s)", k, posts[k].At, taken[k].before)
+		}
+	}
+	// Redis took each slot between its call's before and after, so two slots
+	// at least interval apart need calls spanning at least interval: a
+	// bound a slow machine can only widen.
+	for i := range taken {
+		for j := range i {
+			last := taken[i].after
+			if taken[j].after.After(last) {
+				last = taken[j].after
+			}
+			if span := last.Sub(taken[j].before); span < interval {
+				t.Errorf("pace slots %d and %d were taken at most %s apart, want at least %s", j, i, span, interval)
+			}
+		}
+	}
+}
+
+// paceRecorder is a go-redis hook that records each pace-slot script the
+// bot runs (every call on a key under prefix) and what it answered: 0 when
+// the slot was taken. The test turns no 429s into channel holds, so every
+// such call is a TakePaceSlot.
+type paceRecorder struct {
+	prefix string
+	mu     sync.Mutex
+	calls  []paceCall
+}
+
+// paceCall is one TakePaceSlot: Redis ran it between before and after.
+type paceCall struct {
+	before, after time.Time
+	wait          int64
+}
+
+func (r *paceRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *paceRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (r *paceRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args() // EVALSHA sha 1 key interval
+		key, _ := func() (string, bool) {
+			if len(args) < 4 {
+				return "", false
+			}
+			s, ok := args[3].(string)
+			return s, ok
+		}()
+		if name := cmd.Name(); (name != "evalsha" && name != "eval") || !strings.HasPrefix(key, r.prefix) {
+			return next(ctx, cmd)
+		}
+		before := time.Now()
+		err := next(ctx, cmd)
+		after := time.Now()
+		if c, ok := cmd.(*redis.Cmd); ok && err == nil {
+			wait, _ := c.Int64()
+			r.mu.Lock()
+			r.calls = append(r.calls, paceCall{before: before, after: after, wait: wait})
+			r.mu.Unlock()
+		}
+		return err
+	}
+}
+
+// taken lists the calls that took a slot, in the order they were made.
+func (r *paceRecorder) taken() []paceCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []paceCall
+	for _, c := range r.calls {
+		if c.wait == 0 {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b paceCall) int { return a.before.Compare(b.before) })
+	return out
 }
 
 // Permanent Slack errors stop at once and are reported by GET.
@@ -100,7 +199,7 @@ func TestPermanentSlackErrorsAreRecorded(t *testing.T) {
 	h.emu.InjectError("chat.postMessage", "invalid_blocks", 1)
 	// The injected error hits whichever post comes first; post the third
 	// request only after the two channel errors are in.
-	if _, err := h.emu.WaitForCalls(ctxTimeout(t, 10*time.Second), "chat.postMessage", 2); err != nil {
+	if _, err := h.emu.WaitForCalls(ctxTimeout(t, guard), "chat.postMessage", 2); err != nil {
 		t.Fatal(err)
 	}
 	h.waitIdle()
@@ -134,7 +233,7 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 	h.emu.InjectHTTPStatus("chat.postMessage", http.StatusServiceUnavailable, 2)
 	h.startJobs()
 	h.post(example(t))
-	if _, err := h.emu.WaitForMessages(ctxTimeout(t, 20*time.Second), "C0APPROVALS", 1); err != nil {
+	if _, err := h.emu.WaitForMessages(ctxTimeout(t, guard), "C0APPROVALS", 1); err != nil {
 		t.Fatal(err)
 	}
 	h.waitIdle()
@@ -161,7 +260,7 @@ func TestCrashBetweenStoreAndPost(t *testing.T) {
 
 	next := newHarnessOn(t, crashed.rdb, crashed.prefix, crashed.emu)
 	next.startJobs()
-	if _, err := next.emu.WaitForMessages(ctxTimeout(t, 10*time.Second), "C0APPROVALS", 3); err != nil {
+	if _, err := next.emu.WaitForMessages(ctxTimeout(t, guard), "C0APPROVALS", 3); err != nil {
 		t.Fatal(err)
 	}
 	next.waitIdle()
@@ -172,34 +271,49 @@ func TestCrashBetweenStoreAndPost(t *testing.T) {
 
 // A process that claimed the post job and died mid-job holds a lease; once
 // the lease runs out another process posts the message, once.
+//
+// The lease runs out on the injected clock, not on the wall clock: the
+// crashed worker's lease is a minute and the live runner keeps the
+// harness's long JOB_LEASE, so however slow the machine, the live runner
+// neither posts before the clock passes the lease nor overruns its own.
 func TestCrashWhileHoldingTheJob(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *configT, _ *depsT) { c.JobLease = 500 * time.Millisecond })
+	clk := newFakeClock()
+	h := newHarness(t, withClock(clk))
 	h.post(example(t))
+	const crashedLease = time.Minute
 	var claimed []store.Job
 	for shard := range store.Shards {
-		jobs, err := h.store.Claim(context.Background(), shard, 10, 500*time.Millisecond)
+		jobs, err := h.store.Claim(context.Background(), shard, 10, crashedLease)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The post job, and the App Home refresh the store schedules beside it.
 		for _, j := range jobs {
 			if j.Kind == store.JobPost {
 				claimed = append(claimed, j)
+				continue
+			}
+			// The crashed worker held only the post: hand the App Home
+			// refresh the store schedules beside it back, so the live
+			// runner's work on it shows the runner is running.
+			if err := h.store.Retry(context.Background(), j, clk.Now(), false); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}
 	if len(claimed) != 1 {
 		t.Fatalf("claimed %d post jobs, want one", len(claimed))
 	}
-	// The "crashed" worker never acks. A live runner must wait out the lease.
-	start := time.Now()
+	// The "crashed" worker never acks. A live runner must wait out the lease:
+	// it drains everything else, and the post stays in flight, unposted.
 	h.startJobs()
-	if _, err := h.emu.WaitForMessages(ctxTimeout(t, 10*time.Second), "C0APPROVALS", 1); err != nil {
-		t.Fatal(err)
+	h.waitQueue(func(d store.QueueDepth) bool { return d.Due == 0 && d.InFlight == 1 })
+	if n := len(h.emu.CallsTo("chat.postMessage")); n != 0 {
+		t.Fatalf("%d posts while the crashed worker's lease was still running", n)
 	}
-	if waited := time.Since(start); waited < 300*time.Millisecond {
-		t.Errorf("posted after %s, before the crashed worker's lease ran out", waited)
+	clk.Set(clk.Now().Add(crashedLease + time.Second))
+	if _, err := h.emu.WaitForMessages(ctxTimeout(t, guard), "C0APPROVALS", 1); err != nil {
+		t.Fatal(err)
 	}
 	h.waitIdle()
 	if ok, _ := postCalls(h.emu); ok != 1 {
@@ -235,7 +349,7 @@ func TestSeveralProcessesNeverPostTwice(t *testing.T) {
 	}
 	wg.Wait()
 	for _, ch := range []string{"C0APPROVALS", "C0GENERAL"} {
-		if _, err := first.emu.WaitForMessages(ctxTimeout(t, 20*time.Second), ch, n/2); err != nil {
+		if _, err := first.emu.WaitForMessages(ctxTimeout(t, guard), ch, n/2); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -254,6 +368,21 @@ func TestSeveralProcessesNeverPostTwice(t *testing.T) {
 			t.Errorf("%s posted %d times", id, c)
 		}
 	}
+}
+
+// requestIDOfCall is the request a chat.postMessage call was for, from the
+// metadata it carried.
+func requestIDOfCall(t *testing.T, c slackemu.Call) string {
+	t.Helper()
+	var meta struct {
+		EventPayload struct {
+			RequestID string `json:"request_id"`
+		} `json:"event_payload"`
+	}
+	if err := jsonUnmarshal([]byte(c.Params["metadata"]), &meta); err != nil || meta.EventPayload.RequestID == "" {
+		t.Fatalf("call at %s carries no request id metadata: %q", c.At, c.Params["metadata"])
+	}
+	return meta.EventPayload.RequestID
 }
 
 func requestIDOf(t *testing.T, m slackemu.Message) string {

@@ -29,6 +29,11 @@ import (
 // testCallbackSecret signs the decision responses the tests receive.
 const testCallbackSecret = "whsec_dGVzdC1jYWxsYmFjay1zZWNyZXQtMDEyMzQ1Njc4OQ=="
 
+// guard is how long a test waits for something that must happen before it
+// gives up. It only stops a hung test: no test measures the machine's speed
+// with it, so it can be generous for a saturated CI machine.
+const guard = time.Minute
+
 // Tokens of the two agents every harness accepts.
 const (
 	tokenPM    = "pm-token-0123456789abcdef"
@@ -46,6 +51,7 @@ type harness struct {
 	http   *httptest.Server
 	reg    *prometheus.Registry
 	cfg    bot.Config
+	now    func() time.Time // the store's clock
 }
 
 type harnessOption func(*configT, *depsT)
@@ -71,9 +77,11 @@ func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *s
 		SlackPostInterval:    50 * time.Millisecond,
 		IntakeMaxBodyBytes:   1 << 20,
 		WorkerConcurrency:    4,
-		JobLease:             10 * time.Second,
-		JobMaxAttempts:       5,
-		JobPollInterval:      20 * time.Millisecond,
+		// Long enough that no slow machine overruns a lease mid-job (the
+		// crash tests expire leases on an injected clock instead).
+		JobLease:        time.Minute,
+		JobMaxAttempts:  5,
+		JobPollInterval: 20 * time.Millisecond,
 		// Who decides requests that name nobody, as in local mode: without
 		// anyone, intake refuses them.
 		DefaultReviewers: slices.Clone(bot.LocalDefaultReviewers),
@@ -90,6 +98,9 @@ func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *s
 		Metrics: metrics, Registry: reg, Logger: testLogger(t),
 		Slack:         slack.New(emu.Token(), slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(httpClient)),
 		RateLimitHold: 200 * time.Millisecond,
+		// Listings answer in the ack however loaded the machine is; the
+		// slow path (response_url) is tested in handlers.
+		CommandBudget: guard,
 	}
 	for _, o := range opts {
 		o(&cfg, &deps)
@@ -106,7 +117,11 @@ func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *s
 	srv := httptest.NewServer(svc.Handler())
 	t.Cleanup(srv.Close)
 	t.Cleanup(svc.Close)
-	return &harness{t: t, emu: emu, rdb: rdb, prefix: prefix, store: st, svc: svc, http: srv, reg: reg, cfg: cfg}
+	now := deps.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &harness{t: t, emu: emu, rdb: rdb, prefix: prefix, store: st, svc: svc, http: srv, reg: reg, cfg: cfg, now: now}
 }
 
 // startJobs runs the job runner until the test ends (or stop is called).
@@ -179,17 +194,32 @@ func (h *harness) get(id string) map[string]any {
 // every consequence of the requests so far has reached the emulator.
 func (h *harness) waitIdle() {
 	h.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	h.waitQueue(func(d store.QueueDepth) bool { return d.Due == 0 && d.InFlight == 0 && !h.scheduledLater() })
+}
+
+// waitDrained waits until every job due now on the harness clock has run:
+// after a clock jump, what the jump made due has happened, and what it did
+// not has not.
+func (h *harness) waitDrained() {
+	h.t.Helper()
+	h.waitQueue(func(d store.QueueDepth) bool { return d.Due == 0 && d.InFlight == 0 })
+}
+
+// waitQueue polls the outbox until cond holds. The minute it allows is only a
+// guard against a hung test: nothing here measures how fast the machine is.
+func (h *harness) waitQueue(cond func(store.QueueDepth) bool) {
+	h.t.Helper()
+	giveUp := time.Now().Add(guard)
 	for {
 		d, err := h.store.Depth(context.Background())
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		if d.Due == 0 && d.InFlight == 0 && !h.scheduledLater() {
+		if cond(d) {
 			return
 		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("outbox still busy after 20s: %+v", d)
+		if time.Now().After(giveUp) {
+			h.t.Fatalf("outbox never reached the expected state: %+v", d)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -199,7 +229,7 @@ func (h *harness) waitIdle() {
 // Depth's "due now" count leaves out; timers due later (deadlines,
 // escalations) are not work in progress.
 func (h *harness) scheduledLater() bool {
-	soon := strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10)
+	soon := strconv.FormatInt(h.now().Add(time.Minute).UnixMilli(), 10)
 	for shard := range store.Shards {
 		key := h.prefix + ":{s" + twoDigits(shard) + "}:jobs:due"
 		if n, _ := h.rdb.ZCount(context.Background(), key, "-inf", soon).Result(); n > 0 {

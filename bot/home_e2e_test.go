@@ -111,7 +111,7 @@ func parseHome(t testing.TB, raw json.RawMessage) homeTab {
 func (h *harness) waitHome(u slackUser, what string, cond func(homeTab) bool) homeTab {
 	h.t.Helper()
 	var got homeTab
-	err := h.emu.WaitFor(ctxTimeout(h.t, 10*time.Second), func(sn *slackemu.Snapshot) bool {
+	err := h.emu.WaitFor(ctxTimeout(h.t, guard), func(sn *slackemu.Snapshot) bool {
 		raw, ok := sn.HomeView(u.id)
 		if !ok {
 			return false
@@ -132,7 +132,7 @@ func (h *harness) waitHome(u slackUser, what string, cond func(homeTab) bool) ho
 // any that should not come, and counts them by user.
 func (h *harness) publishesPerUser(n int) map[string]int {
 	h.t.Helper()
-	if _, err := h.emu.WaitForCalls(ctxTimeout(h.t, 10*time.Second), "views.publish", n); err != nil {
+	if _, err := h.emu.WaitForCalls(ctxTimeout(h.t, guard), "views.publish", n); err != nil {
 		h.t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
@@ -250,7 +250,7 @@ func TestApproveFromHomeTab(t *testing.T) {
 		}
 	}
 	click(first)
-	rec, err := h.store.Get(ctxTimeout(t, 5*time.Second), first)
+	rec, err := h.store.Get(ctxTimeout(t, guard), first)
 	if err != nil || rec.Status != aah.StatusResolved || rec.Answers["d1"].By.ID != alice.id {
 		t.Fatalf("after the click: %v %+v %v", rec.Status, rec.Answers, err)
 	}

@@ -39,7 +39,7 @@ func (h *harness) publishMark() int {
 func (h *harness) waitPublished(u slackUser, mark int, what string, cond func(homeTab) bool) homeTab {
 	h.t.Helper()
 	var last homeTab
-	err := h.emu.WaitFor(ctxTimeout(h.t, 10*time.Second), func(sn *slackemu.Snapshot) bool {
+	err := h.emu.WaitFor(ctxTimeout(h.t, guard), func(sn *slackemu.Snapshot) bool {
 		calls := sn.CallsTo("views.publish")
 		for _, c := range calls[min(mark, len(calls)):] {
 			if c.Params["user_id"] != u.id || c.Error != "" {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/blocks"
@@ -32,7 +31,7 @@ func TestSeedExampleIsPostedOnce(t *testing.T) {
 		body["links"].(map[string]any)["self"] != "/v1/requests/aah_decision_abc123" {
 		t.Errorf("unexpected 202 body: %s", r.Body)
 	}
-	calls, err := h.emu.WaitForCalls(ctxTimeout(t, 10*time.Second), "chat.postMessage", 1)
+	calls, err := h.emu.WaitForCalls(ctxTimeout(t, guard), "chat.postMessage", 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,10 @@ type Deps struct {
 	// SlackAuthRetry overrides the first wait before auth.test is tried
 	// again at start (default 1s, doubling to 1m; tests shorten it).
 	SlackAuthRetry time.Duration
+	// CommandBudget overrides how long a slash command may work before it
+	// is acked with "working on it" (default 2s; tests on a loaded machine
+	// lengthen it so a listing always answers in its ack).
+	CommandBudget time.Duration
 	// Now is the clock of intake, decisions and timers; it must be the
 	// store's (store.Options.Now). Default time.Now.
 	Now func() time.Time
@@ -116,7 +120,7 @@ func NewService(d Deps) (*Service, error) {
 		SigningSecret: cfg.SlackSigningSecret, Decisions: decider, Requests: d.Store,
 		Slack: d.Slack, Async: async, Logger: d.Logger.With("component", "slack"), Registry: d.Registry,
 		Wake: func() { runner.Wake() }, Command: cfg.SlackCommand, Now: d.Now, Lists: d.Store, Home: d.Store,
-		Defaults: cfg.Policy().Defaults,
+		Defaults: cfg.Policy().Defaults, CommandBudget: d.CommandBudget,
 	})
 	if err != nil {
 		return nil, err

@@ -24,7 +24,7 @@ func (h *harness) postAndWait(body []byte) string {
 		h.t.Fatalf("POST: %d %s", r.Status, r.Body)
 	}
 	id := r.json(h.t)["id"].(string)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(guard)
 	for {
 		if rec, err := h.store.Get(context.Background(), id); err == nil && rec.Posted() {
 			return id
@@ -81,7 +81,7 @@ func TestSeedExampleAnsweredByTwoReviewers(t *testing.T) {
 	checkSeedResponse(t, rec.Response, id)
 
 	// The agent receives exactly the stored response, signed.
-	d := agent.wait(t, 10*time.Second)
+	d := agent.wait(t, guard)
 	if !d.signatureOK || string(d.body) != string(rec.Response) || d.id != rec.Delivery.WebhookID || d.id == "" {
 		t.Errorf("delivery: signature ok=%v id=%q (want %q), body equal=%v", d.signatureOK, d.id, rec.Delivery.WebhookID, string(d.body) == string(rec.Response))
 	}
@@ -303,7 +303,7 @@ func TestConcurrentConflictingClicksResolveOnce(t *testing.T) {
 	if len(resp.Content.Body.Data.Responses) != 1 || resp.Content.Body.Data.Responses[0].Approved != rec.Answers["d1"].Value {
 		t.Errorf("response %s disagrees with the recorded answer %v", rec.Response, rec.Answers["d1"].Value)
 	}
-	if err := h.emu.WaitFor(ctxTimeout(t, 10*time.Second), func(s *slackemu.Snapshot) bool {
+	if err := h.emu.WaitFor(ctxTimeout(t, guard), func(s *slackemu.Snapshot) bool {
 		return s.CountCalls("chat.postEphemeral") >= 99
 	}); err != nil {
 		t.Errorf("the refused reviewers were not all told: %v", err)
@@ -322,7 +322,7 @@ func TestClickOnAClosedRequestIsExplained(t *testing.T) {
 	ok(t, h.sendInteraction(map[string]any{"type": "block_actions", "user": map[string]any{"id": alice.id},
 		"channel": map[string]any{"id": channel}, "container": map[string]any{"message_ts": ts},
 		"actions": []any{action{"action_id": blocks.ActionApprove, "block_id": block, "type": "button", "value": "true"}}}))
-	if err := h.emu.WaitFor(ctxTimeout(t, 5*time.Second), func(s *slackemu.Snapshot) bool {
+	if err := h.emu.WaitFor(ctxTimeout(t, guard), func(s *slackemu.Snapshot) bool {
 		return len(s.Ephemerals(channel, alice.id)) == 1
 	}); err != nil {
 		t.Fatal(err)
@@ -343,7 +343,7 @@ func TestBatchApproveAndSubmitRules(t *testing.T) {
 	h.startJobs()
 	id := h.postAndWait(example(t))
 	ok(t, h.click(alice, id, blocks.RequestScope, button(blocks.ActionSubmit, blocks.RequestScope)))
-	if err := h.emu.WaitFor(ctxTimeout(t, 5*time.Second), func(s *slackemu.Snapshot) bool {
+	if err := h.emu.WaitFor(ctxTimeout(t, guard), func(s *slackemu.Snapshot) bool {
 		return len(s.Ephemerals("C0APPROVALS", alice.id)) == 1
 	}); err != nil {
 		t.Fatal(err)
@@ -385,7 +385,7 @@ func TestInputModalValidatesAgainstConstraints(t *testing.T) {
 	})
 	id := h.postAndWait(body)
 	ok(t, h.click(alice, id, "tag", button(blocks.ActionOpenInput, "tag")))
-	calls, err := h.emu.WaitForCalls(ctxTimeout(t, 5*time.Second), "views.open", 1)
+	calls, err := h.emu.WaitForCalls(ctxTimeout(t, guard), "views.open", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func TestOnlyNamedReviewersMayAnswer(t *testing.T) {
 	if rec, _ := h.store.Get(context.Background(), unresolvable); len(rec.Answers) != 0 {
 		t.Errorf("with no resolvable reviewer someone could answer: %+v", rec.Answers)
 	}
-	if err := h.emu.WaitFor(ctxTimeout(t, 5*time.Second), func(s *slackemu.Snapshot) bool {
+	if err := h.emu.WaitFor(ctxTimeout(t, guard), func(s *slackemu.Snapshot) bool {
 		return len(s.Ephemerals("C0APPROVALS", mallory.id)) == 1 && len(s.Ephemerals("C0APPROVALS", alice.id)) == 1
 	}); err != nil {
 		t.Errorf("refused reviewers were not told: %v", err)

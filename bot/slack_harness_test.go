@@ -88,7 +88,7 @@ func (h *harness) sendInteractionAt(payload any, at time.Time, secret string) re
 // messageOf finds the posted message of a request.
 func (h *harness) messageOf(id string) (channel, ts string) {
 	h.t.Helper()
-	rec, err := h.store.Get(ctxTimeout(h.t, 5*time.Second), id)
+	rec, err := h.store.Get(ctxTimeout(h.t, guard), id)
 	if err != nil || !rec.Posted() {
 		h.t.Fatalf("request %s is not posted (%v)", id, err)
 	}
@@ -98,7 +98,7 @@ func (h *harness) messageOf(id string) (channel, ts string) {
 // blockID is the block id of a decision's controls in the current message.
 func (h *harness) blockID(id, decision string) string {
 	h.t.Helper()
-	rec, err := h.store.Get(ctxTimeout(h.t, 5*time.Second), id)
+	rec, err := h.store.Get(ctxTimeout(h.t, guard), id)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -162,10 +162,6 @@ func submitPayload(u slackUser, callbackID string, ref blocks.ModalRef, values m
 
 func textInput(value string) map[string]any {
 	return map[string]any{"type": "plain_text_input", "value": value}
-}
-
-func withSecret(secret string) harnessOption {
-	return func(c *configT, _ *depsT) { c.SlackSigningSecret = secret }
 }
 
 var _ = bot.LocalSigningSecret

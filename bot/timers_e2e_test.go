@@ -54,10 +54,10 @@ func escalating(t *testing.T, id string, now time.Time, reviewers []string, esca
 
 func step(after, to string) map[string]any { return map[string]any{"after": after, "to": to} }
 
-// eventually polls cond (real time) for up to 10s.
+// eventually polls cond (real time) until it holds, for up to guard.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(guard)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -137,7 +137,7 @@ func TestReminderCounts(t *testing.T) {
 		}
 	}
 	clk.Set(t0.Add(30 * time.Minute))
-	time.Sleep(60 * time.Millisecond)
+	h.waitDrained()
 	check("Nobody answers", counts{0, 0})
 
 	clk.Set(t0.Add(time.Hour + time.Second))
@@ -170,8 +170,7 @@ func TestReminderCounts(t *testing.T) {
 	check("Gets withdrawn", counts{1, 1})
 
 	clk.Set(t0.Add(4*time.Hour + time.Second))
-	time.Sleep(100 * time.Millisecond)
-	h.waitIdle()
+	h.waitIdle() // whatever the jump made due has run
 	check("Nobody answers", counts{3, 3})
 	check("Alice answers", counts{1, 3})
 	for _, id := range []string{quiet, answered} {
@@ -216,10 +215,8 @@ func TestRemindersWithoutReviewersReplyInThread(t *testing.T) {
 		clk.Set(t0.Add(time.Duration(n)*time.Hour + time.Second))
 		if n <= 2 {
 			h.waitReminded(t, id, n)
-		} else {
-			time.Sleep(100 * time.Millisecond)
 		}
-		h.waitIdle()
+		h.waitIdle() // whatever the jump made due has run
 	}
 	channel, ts := h.messageOf(id)
 	var replies int
@@ -441,8 +438,8 @@ func TestEscalation(t *testing.T) {
 			h.startJobs()
 			now := clk.Now()
 			id := h.postAndWait(escalating(t, "esc", now, []string{"U0ALICE"}, c.escalation))
-			clk.Set(now.Add(59 * time.Minute))
-			time.Sleep(60 * time.Millisecond)
+			clk.Set(now.Add(50 * time.Minute)) // short of the hour by more than any stall
+			h.waitDrained()
 			if st := h.record(id).Status; st != aah.StatusPending {
 				t.Fatalf("escalated early: %s", st)
 			}
@@ -600,8 +597,7 @@ func TestNoRemindersOnceEscalated(t *testing.T) {
 	h.waitStatus(id, aah.StatusEscalated)
 	h.waitIdle()
 	clk.Set(t0.Add(3*time.Hour + time.Second))
-	time.Sleep(100 * time.Millisecond)
-	h.waitIdle()
+	h.waitIdle() // whatever the jump made due has run
 	if n := remindersTo(h.emu, "U0ALICE", "Approve Marketing Strategy"); n != 1 {
 		t.Errorf("Alice got %d reminders, want 1 (before the escalation)", n)
 	}

@@ -55,11 +55,16 @@ func (noSlack) PostEphemeralContext(context.Context, string, string, ...slack.Ms
 	return "", nil
 }
 
-// slowLister answers after a delay, with no requests.
-type slowLister struct{ delay time.Duration }
+// slowLister answers, with no requests, only once release is closed: it
+// is slower than any budget, whatever the machine's speed.
+type slowLister struct{ release chan struct{} }
 
 func (l slowLister) ListOpen(ctx context.Context, _ store.OpenQuery) (store.Page, error) {
-	time.Sleep(l.delay)
+	select {
+	case <-l.release:
+	case <-ctx.Done():
+		return store.Page{}, ctx.Err()
+	}
 	return store.Page{Items: []store.Record{}}, nil
 }
 
@@ -76,8 +81,9 @@ func TestSlowCommandAnswersThroughResponseURL(t *testing.T) {
 	defer hook.Close()
 	async := NewAsync(2, 8)
 	defer async.Close()
+	lister := slowLister{release: make(chan struct{})}
 	s, err := New(Options{SigningSecret: "secret", Decisions: noDecisions{}, Requests: noRequests{}, Slack: noSlack{},
-		Lists: slowLister{delay: 200 * time.Millisecond}, CommandBudget: 20 * time.Millisecond, Async: async})
+		Lists: lister, CommandBudget: 20 * time.Millisecond, Async: async})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,12 +102,13 @@ func TestSlowCommandAnswersThroughResponseURL(t *testing.T) {
 	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "Working on it") {
 		t.Fatalf("ack: %d %s", w.Code, w.Body)
 	}
+	close(lister.release) // the listing finishes after the ack
 	select {
 	case m := <-got:
 		if m["response_type"] != "ephemeral" || !strings.Contains(fmt.Sprint(m["blocks"]), "There are no open requests") {
 			t.Errorf("response_url got %v", m)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("nothing was POSTed to response_url")
 	}
 }

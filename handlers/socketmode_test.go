@@ -89,7 +89,7 @@ func TestSocketModeShutdownAcksEnvelopesInProgress(t *testing.T) {
 	defer cancel()
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); _ = m.Run(ctx) }()
-	wait, cancelWait := context.WithTimeout(context.Background(), 10*time.Second)
+	wait, cancelWait := context.WithTimeout(context.Background(), time.Minute) // a guard only
 	defer cancelWait()
 	if err := emu.WaitSocketConnected(wait); err != nil {
 		t.Fatal(err)

@@ -92,6 +92,14 @@ func TestHomeJobs(t *testing.T) {
 			if got := drain(); !slices.Equal(got, []string{home}) {
 				t.Errorf("first posted: jobs %v", got)
 			}
+			// The link comes after the post is marked, maybe after the home
+			// job above ran: it refreshes the tabs again.
+			if err := f.s.SetPermalink(f.ctx, "hj-1", "https://example.slack.com/archives/C0APPROVALS/p1000001"); err != nil {
+				t.Fatal(err)
+			}
+			if got := drain(); !slices.Equal(got, []string{home}) {
+				t.Errorf("permalink stored: jobs %v", got)
+			}
 			update(store.Change{Status: aah.StatusPartial, Bump: true})
 			if got := drain(); !slices.Equal(got, []string{"sync:hj-1"}) {
 				t.Errorf("answered: jobs %v, want only the message sync", got)

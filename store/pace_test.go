@@ -34,25 +34,37 @@ func testPace(t *testing.T, newStore backend) {
 	t.Run("slots are spaced by the interval", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t, store.Options{})
-		const interval = 80 * time.Millisecond
+		// Redis counts the interval down in real time, so the bounds are
+		// taken around the calls: before the first take (the slot cannot
+		// have started earlier) and after the second (it cannot have been
+		// checked later). A minute is longer than any stall of the machine.
+		const interval = time.Minute
+		before := time.Now()
 		if w := take(t, s, "C1", interval); w != 0 {
 			t.Fatalf("first TakePaceSlot = %v; want 0", w)
 		}
-		taken := time.Now()
 		w := take(t, s, "C1", interval)
-		elapsed := time.Since(taken)
-		if w <= 0 || w > interval || w < interval-elapsed-5*time.Millisecond {
-			t.Errorf("second TakePaceSlot = %v (%v after the first); want in (0, %v], about %v", w, elapsed, interval, interval-elapsed)
+		elapsed := time.Since(before)
+		if w <= 0 || w > interval || w < interval-elapsed-time.Millisecond {
+			t.Errorf("second TakePaceSlot = %v (%v after the first); want in [%v, %v]", w, elapsed, interval-elapsed, interval)
 		}
 		// Other channels are not affected.
 		if w := take(t, s, "C2", interval); w != 0 {
 			t.Errorf("TakePaceSlot(C2) = %v; want 0", w)
 		}
-		time.Sleep(time.Until(taken.Add(interval + 20*time.Millisecond)))
-		if w := take(t, s, "C1", interval); w != 0 {
+
+		// A slot frees itself once its interval has passed: waiting until
+		// after it can only be late, never early.
+		const short = 80 * time.Millisecond
+		if w := take(t, s, "C3", short); w != 0 {
+			t.Fatalf("first TakePaceSlot(C3) = %v; want 0", w)
+		}
+		taken := time.Now() // the slot was set before this
+		time.Sleep(time.Until(taken.Add(short + 5*time.Millisecond)))
+		if w := take(t, s, "C3", interval); w != 0 {
 			t.Errorf("TakePaceSlot after the interval = %v; want 0", w)
 		}
-		if w := take(t, s, "C1", interval); w <= 0 {
+		if w := take(t, s, "C3", interval); w <= 0 {
 			t.Errorf("TakePaceSlot right after taking it again = %v; want a wait", w)
 		}
 	})

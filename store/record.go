@@ -416,9 +416,22 @@ func (s *Store) MarkSynced(ctx context.Context, id string, renderedVersion int64
 	return s.set(ctx, id, "mark synced", "rendered_version", renderedVersion)
 }
 
-// SetPermalink stores the message's permalink.
+// SetPermalink stores the message's permalink. With HomeJobs it schedules
+// the request's home job in the same transaction: the one MarkPosted
+// scheduled may already have run without the link (the poster fetches the
+// link after marking the message posted), and no later change would add it.
 func (s *Store) SetPermalink(ctx context.Context, id, link string) error {
-	return s.set(ctx, id, "set permalink", "permalink", link)
+	if !s.homeJobs {
+		return s.set(ctx, id, "set permalink", "permalink", link)
+	}
+	_, err := s.Update(ctx, id, func(Record) (*Change, error) {
+		return &Change{Set: map[string]any{"permalink": link}, Quiet: true,
+			Jobs: []JobAt{{ID: jobID(JobHome, id), At: s.now()}}}, nil
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("store: set permalink of %s: %w", id, err)
+	}
+	return err
 }
 
 // RecordPostError notes why posting failed; permanent means the bot gave up,

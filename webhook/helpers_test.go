@@ -40,16 +40,23 @@ type env struct {
 	prefix string
 	st     *store.Store
 	secret string
+	now    func() time.Time // the store's clock
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWithClock(t, time.Now)
+}
+
+// newEnvWithClock is newEnv whose store (and resolutions) read now.
+func newEnvWithClock(t *testing.T, now func() time.Time) *env {
+	t.Helper()
 	rdb, prefix := redistest.Client(t)
-	st, err := store.New(rdb, store.Options{Prefix: prefix})
+	st, err := store.New(rdb, store.Options{Prefix: prefix, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, rdb: rdb, prefix: prefix, st: st, secret: newSecret(t)}
+	return &env{t: t, rdb: rdb, prefix: prefix, st: st, secret: newSecret(t), now: now}
 }
 
 func newSecret(t *testing.T) string {
@@ -99,9 +106,15 @@ func mustNil(t *testing.T, err error) {
 // ends; stop ends it early.
 func (e *env) runner(d *webhook.Deliverer, lease time.Duration) (r *bot.Runner, stop func()) {
 	e.t.Helper()
-	r, err := bot.NewRunner(e.st, bot.RunnerOptions{
+	return e.runnerOn(e.st, d, lease, e.now)
+}
+
+// runnerOn is runner draining q, with due times on the clock now.
+func (e *env) runnerOn(q bot.Queue, d *webhook.Deliverer, lease time.Duration, now func() time.Time) (r *bot.Runner, stop func()) {
+	e.t.Helper()
+	r, err := bot.NewRunner(q, bot.RunnerOptions{
 		Handlers:     map[string]bot.JobHandler{store.JobDeliver: d, store.JobPost: noop{}, store.JobSync: noop{}},
-		PollInterval: 10 * time.Millisecond, Lease: lease,
+		PollInterval: 10 * time.Millisecond, Lease: lease, Now: now,
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -137,7 +150,7 @@ func responseFor(id string) []byte {
 // the delivery state and webhook id, the deliver job, the audit entry.
 func (e *env) resolve(id string, response []byte, webhookID string) store.Record {
 	e.t.Helper()
-	now := time.Now()
+	now := e.now()
 	rec, err := e.st.Update(context.Background(), id, func(rec store.Record) (*store.Change, error) {
 		if !rec.Status.Open() {
 			return nil, store.ErrNotOpen
@@ -192,7 +205,7 @@ func (e *env) waitDelivery(id, state string, within time.Duration) store.Record 
 // waitQueueEmpty waits until no job is due, in flight or scheduled later.
 func (e *env) waitQueueEmpty() {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a guard against a hung test only
 	for {
 		d, err := e.st.Depth(context.Background())
 		mustNil(e.t, err)

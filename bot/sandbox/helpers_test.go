@@ -38,7 +38,7 @@ type fakeBot struct {
 	t     *testing.T
 	mu    sync.Mutex
 	got   []received
-	delay time.Duration
+	stall chan struct{} // when set, requests get no answer until it closes
 	reply func(rc received) (status int, contentType, body string)
 }
 
@@ -65,9 +65,11 @@ func (f *fakeBot) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.got = append(f.got, rc)
-	delay, reply := f.delay, f.reply
+	stall, reply := f.stall, f.reply
 	f.mu.Unlock()
-	time.Sleep(delay)
+	if stall != nil {
+		<-stall
+	}
 	status, ctype, out := http.StatusOK, "", ""
 	if reply != nil {
 		status, ctype, out = reply(rc)
@@ -95,10 +97,20 @@ func (f *fakeBot) count() int {
 	return len(f.got)
 }
 
-func (f *fakeBot) set(delay time.Duration, reply func(received) (int, string, string)) {
+func (f *fakeBot) set(reply func(received) (int, string, string)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.delay, f.reply = delay, reply
+	f.stall, f.reply = nil, reply
+}
+
+// stallUntilCleanup makes the bot answer nothing until the test ends: later
+// than any ack deadline, however fast or slow the machine.
+func (f *fakeBot) stallUntilCleanup() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	stall := make(chan struct{})
+	f.stall = stall
+	f.t.Cleanup(func() { close(stall) })
 }
 
 // env is a sandbox over an emulator, served on a test listener, with a
@@ -111,14 +123,21 @@ type env struct {
 	api *slack.Client
 }
 
+// newEnv's ack deadline is a minute: long enough that no bot answer misses
+// it on a loaded machine. Tests of the deadline itself use newEnvAck.
 func newEnv(t *testing.T, ws *slackemu.Workspace) *env {
+	t.Helper()
+	return newEnvAck(t, ws, time.Minute)
+}
+
+func newEnvAck(t *testing.T, ws *slackemu.Workspace, ackTimeout time.Duration) *env {
 	t.Helper()
 	emu := slackemu.New(slackemu.Options{Workspace: ws, StrictTriggers: true})
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	sb, err := sandbox.New(sandbox.Options{Emulator: emu, SigningSecret: testSecret, CallbackSecret: testCallback,
-		BaseURL: srv.URL + "/sandbox/", AckTimeout: 300 * time.Millisecond})
+		BaseURL: srv.URL + "/sandbox/", AckTimeout: ackTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

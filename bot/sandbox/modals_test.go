@@ -28,7 +28,7 @@ func TestModalSubmission(t *testing.T) {
 	if err := json.Unmarshal([]byte(modal), &view); err != nil {
 		t.Fatal(err)
 	}
-	e.bot.set(0, func(rc received) (int, string, string) {
+	e.bot.set(func(rc received) (int, string, string) {
 		if get(rc.Payload, "type") == "block_actions" {
 			if _, err := e.api.OpenView(get(rc.Payload, "trigger_id").(string), view); err != nil {
 				t.Errorf("views.open: %v", err)
@@ -66,7 +66,7 @@ func TestModalSubmission(t *testing.T) {
 
 	// The bot refuses with response_action errors: the modal stays open
 	// with the message on the field.
-	e.bot.set(0, func(received) (int, string, string) {
+	e.bot.set(func(received) (int, string, string) {
 		return http.StatusOK, "application/json", `{"response_action":"errors","errors":{"value":"Not this month."}}`
 	})
 	if res := submit("50", "ok"); get(res, "errors", "value") != "Not this month." || res["closed"] == true {
@@ -82,7 +82,7 @@ func TestModalSubmission(t *testing.T) {
 		t.Fatalf("modal after errors = %+v", st.Modals)
 	}
 	// An empty answer closes it.
-	e.bot.set(0, nil)
+	e.bot.set(nil)
 	if res := submit("60", ""); res["closed"] != true {
 		t.Fatalf("accepted submission: %v", res)
 	}
@@ -104,7 +104,7 @@ func TestModalClose(t *testing.T) {
 	var view slack.ModalViewRequest
 	_ = json.Unmarshal([]byte(modal), &view)
 	trigger := ""
-	e.bot.set(0, func(rc received) (int, string, string) {
+	e.bot.set(func(rc received) (int, string, string) {
 		trigger, _ = get(rc.Payload, "trigger_id").(string)
 		return http.StatusOK, "", ""
 	})

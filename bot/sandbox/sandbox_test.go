@@ -140,9 +140,9 @@ func TestActRefusals(t *testing.T) {
 // operation_timeout, and a slash command's failure comes from Slackbot.
 func TestAckDeadline(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
+	e := newEnvAck(t, nil, 300*time.Millisecond)
 	ts := e.post(t, slackemu.ChannelApprovals, controls)
-	e.bot.set(time.Second, nil) // the test env's deadline is 300ms
+	e.bot.stallUntilCleanup()
 	_, res := e.call(t, "api/act", map[string]any{"user": slackemu.UserAlice, "surface": "message",
 		"channel": slackemu.ChannelApprovals, "ts": ts, "block_id": "ab/1/r1/d1", "action_id": "approve"})
 	if res["ok"] != false || res["error"] != "operation_timeout" {
@@ -152,7 +152,7 @@ func TestAckDeadline(t *testing.T) {
 	if res["error"] != "operation_timeout" {
 		t.Fatalf("late command = %v", res)
 	}
-	e.bot.set(0, func(received) (int, string, string) { return http.StatusInternalServerError, "", "" })
+	e.bot.set(func(received) (int, string, string) { return http.StatusInternalServerError, "", "" })
 	_, res = e.call(t, "api/act", map[string]any{"user": slackemu.UserAlice, "surface": "message",
 		"channel": slackemu.ChannelApprovals, "ts": ts, "block_id": "ab/1/r1/d1", "action_id": "approve"})
 	if res["ok"] != false || !strings.Contains(res["error"].(string), "dispatch_failed") {
@@ -171,7 +171,7 @@ func TestAckDeadline(t *testing.T) {
 func TestSlashCommandAndResponseURL(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	e.bot.set(0, func(received) (int, string, string) {
+	e.bot.set(func(received) (int, string, string) {
 		return http.StatusOK, "application/json", `{"response_type":"ephemeral","text":"list","blocks":[
 		 {"type":"section","text":{"type":"mrkdwn","text":"Two requests"}},
 		 {"type":"actions","block_id":"list","elements":[{"type":"button","action_id":"next","value":"p2","text":{"type":"plain_text","text":"Next page"}}]}]}`
@@ -201,7 +201,7 @@ func TestSlashCommandAndResponseURL(t *testing.T) {
 	// "Next page" in the ephemeral: block_actions with is_ephemeral and no
 	// message; the bot replaces the list through the response_url.
 	eph := bob.Ephemerals[0].ID
-	e.bot.set(0, nil)
+	e.bot.set(nil)
 	e.call(t, "api/act", map[string]any{"user": slackemu.UserBob, "surface": "ephemeral", "ephemeral": eph,
 		"block_id": "list", "action_id": "next"})
 	p := e.bot.last(t).Payload
@@ -245,11 +245,11 @@ func TestSlashCommandProblems(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	e.call(t, "api/command", map[string]any{"user": slackemu.UserBob, "channel": slackemu.ChannelGeneral, "text": "/weather"})
-	e.bot.set(0, func(received) (int, string, string) {
+	e.bot.set(func(received) (int, string, string) {
 		return http.StatusOK, "application/json", `{"blocks":[{"type":"header"}]}`
 	})
 	e.call(t, "api/command", map[string]any{"user": slackemu.UserBob, "channel": slackemu.ChannelGeneral, "text": "/approvals"})
-	e.bot.set(0, func(received) (int, string, string) { return http.StatusOK, "text/plain", "plain answer" })
+	e.bot.set(func(received) (int, string, string) { return http.StatusOK, "text/plain", "plain answer" })
 	e.call(t, "api/command", map[string]any{"user": slackemu.UserBob, "channel": slackemu.DMChannel(slackemu.UserBob), "text": "/approvals"})
 	if f := e.bot.last(t).Form; f.Get("channel_name") != "directmessage" || f.Get("channel_id") != "D0BOB" {
 		t.Fatalf("DM command form = %v", f)
@@ -382,7 +382,7 @@ func TestPagesAndPassThrough(t *testing.T) {
 func TestEventsStream(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard only
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+"/sandbox/api/events", nil)
 	resp, err := http.DefaultClient.Do(req)

@@ -51,10 +51,11 @@ func slackErr(t *testing.T, err error, code string) slack.SlackErrorResponse {
 	return se
 }
 
-// ctx returns a context that ends with the test or after 5s.
+// ctx returns a context that ends with the test or after a minute (a guard
+// against a hung test, not a measure of speed).
 func ctx(t *testing.T) context.Context {
 	t.Helper()
-	c, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	c, cancel := context.WithTimeout(t.Context(), time.Minute)
 	t.Cleanup(cancel)
 	return c
 }
