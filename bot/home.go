@@ -72,7 +72,6 @@ func (h homeJob) GaveUp(ctx context.Context, j store.Job, err error) {
 		"request_id", j.RequestID, "err", err)
 }
 
-
 // homePublishJob runs "homepub:<user id>" jobs: it publishes the user's
 // Home tab as it is now. A 429 holds views.publish for every process for
 // its Retry-After (Slack's limit is per app), and the job runs again then.

@@ -190,7 +190,6 @@ func (s *Slack) publishHomes(ctx context.Context, users []string) error {
 	return nil
 }
 
-
 // listItems parses stored requests for a listing, leaving out any that no
 // longer parse.
 func (s *Slack) listItems(ctx context.Context, recs []store.Record) []blocks.ListItem {
