@@ -14,7 +14,8 @@ import (
 )
 
 // Config is every setting of approvalbot, read from the environment. The
-// README's configuration table documents each one; keep them in step.
+// configuration table in docs/configuration.md documents each one (a test
+// checks that every setting has a row).
 type Config struct {
 	ListenAddr      string        `envconfig:"LISTEN_ADDR" default:":8080"`
 	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"20s"`

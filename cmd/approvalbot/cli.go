@@ -31,8 +31,7 @@ file. With none set the bot runs in LOCAL MODE: an embedded in-memory Redis and 
 built-in Slack emulator, with a browser sandbox at http://localhost:8080/sandbox/.
 For production start from deploy/approvalbot.env.example (SLACK_BOT_TOKEN,
 SLACK_SIGNING_SECRET or SLACK_APP_TOKEN, INTAKE_TOKENS, CALLBACK_SECRET, AUDIT_KEY,
-REDIS_URL). Every variable, its default and meaning is in the README's
-"Configuration" table (README.md#configuration).
+REDIS_URL). Every variable, its default and meaning is in docs/configuration.md.
 `
 
 // usageError is a command line approvalbot does not understand.
