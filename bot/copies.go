@@ -43,6 +43,15 @@ func (h timerDeps) sendCopy(ctx context.Context, rec store.Record, effect string
 	if err != nil || att.Done {
 		return err
 	}
+	// As for posts: an attempt that certainly sent nothing stops counting.
+	mayHaveSent := false
+	defer func() {
+		if !mayHaveSent {
+			if err := h.store.AbandonCopy(context.WithoutCancel(ctx), rec.ID, effect); err != nil {
+				h.log.WarnContext(ctx, "could not uncount an attempt that sent nothing", "request_id", rec.ID, "effect", effect, "err", err)
+			}
+		}
+	}()
 	channel := dest.channel
 	if dest.user != "" {
 		ch, _, _, err := h.slack.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{dest.user}})
@@ -69,8 +78,10 @@ func (h timerDeps) sendCopy(ctx context.Context, rec store.Record, effect string
 		opts = append(opts, slack.MsgOptionTS(dest.threadTS))
 	}
 	opts = append(opts, copyMetadata(rec.ID, effect, att.N))
+	mayHaveSent = true
 	posted, ts, err := h.slack.PostMessageContext(ctx, channel, opts...)
 	if err != nil {
+		mayHaveSent = !refusedOutright(err)
 		return err
 	}
 	recordCtx := context.WithoutCancel(ctx)

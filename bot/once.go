@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -219,4 +220,15 @@ func (h sweepJob) sweep(ctx context.Context, id, effect, channel, threadTS, keep
 
 func (h sweepJob) GaveUp(ctx context.Context, j store.Job, err error) {
 	h.log.ErrorContext(ctx, "gave up looking for duplicate messages", "request_id", j.RequestID, "err", err)
+}
+
+// refusedOutright reports whether a failed chat.postMessage certainly sent
+// nothing: Slack answered it, with 429 or an error of its own ("ok": false).
+// A network error or a 5xx may hide a message Slack accepted.
+func refusedOutright(err error) bool {
+	var rate *slack.RateLimitedError
+	var status slack.StatusCodeError
+	var apiErr slack.SlackErrorResponse
+	return errors.As(err, &rate) || errors.As(err, &apiErr) ||
+		(errors.As(err, &status) && status.Code == http.StatusTooManyRequests)
 }

@@ -184,3 +184,49 @@ func TestPostLookupFailure(t *testing.T) {
 		t.Error("the unchecked post was not recorded")
 	}
 }
+
+// A post Slack refused outright (429, or an error of its own) sent nothing:
+// the retry counts as a first attempt again, so it neither searches the
+// channel's history nor leaves a sweep behind, while a 5xx, which may hide
+// an accepted message, still leads to both.
+func TestRefusedPostNeedsNoLookupOrSweep(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct {
+		inject    func(emu *slackemu.Server)
+		wantCheck bool
+	}{
+		"429":         {inject: func(emu *slackemu.Server) { emu.InjectRateLimit("chat.postMessage", 1, time.Millisecond) }},
+		"slack error": {inject: func(emu *slackemu.Server) { emu.InjectError("chat.postMessage", "internal_error", 1) }},
+		"503":         {inject: func(emu *slackemu.Server) { emu.InjectHTTPStatus("chat.postMessage", http.StatusServiceUnavailable, 1) }, wantCheck: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			c.inject(h.emu)
+			h.startJobs()
+			id := h.postAndWait(exampleWith(t, "refused", setChannel("C0APPROVALS")))
+			h.waitDrained()
+			if n := len(h.emu.CallsTo("chat.postMessage")); n != 2 {
+				t.Fatalf("%d post calls, want the refused one and its retry", n)
+			}
+			looked := len(h.emu.CallsTo("conversations.history")) > 0
+			swept := h.jobScheduled(store.JobSweep + ":" + id)
+			if looked != c.wantCheck || swept != c.wantCheck {
+				t.Errorf("history looked up: %v, sweep scheduled: %v; want both %v", looked, swept, c.wantCheck)
+			}
+			h.onlyMessage(id, "C0APPROVALS")
+		})
+	}
+}
+
+// jobScheduled reports whether job id is waiting in the outbox.
+func (h *harness) jobScheduled(id string) bool {
+	h.t.Helper()
+	for shard := range store.Shards {
+		key := h.prefix + ":{s" + twoDigits(shard) + "}:jobs:due"
+		if _, err := h.rdb.ZScore(context.Background(), key, id).Result(); err == nil {
+			return true
+		}
+	}
+	return false
+}

@@ -37,6 +37,7 @@ type People interface {
 type Records interface {
 	Get(ctx context.Context, id string) (store.Record, error)
 	BeginPost(ctx context.Context, id string) (store.Attempt, error)
+	AbandonPost(ctx context.Context, id string) error
 	RecordPost(ctx context.Context, id, channel, ts string, renderedVersion int64, sweepAt time.Time) error
 	NoteChannelID(ctx context.Context, name, id string) error
 	ChannelID(ctx context.Context, name string) (string, error)
@@ -146,6 +147,16 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
 		return nil
 	}
+	// An attempt that certainly sent nothing stops counting, so that a
+	// retry after a 429 neither looks for a message nor schedules a sweep.
+	mayHaveSent := false
+	defer func() {
+		if !mayHaveSent {
+			if err := p.opts.Records.AbandonPost(context.WithoutCancel(ctx), rec.ID); err != nil {
+				p.log.WarnContext(ctx, "could not uncount an attempt that sent nothing", "request_id", rec.ID, "err", err)
+			}
+		}
+	}()
 	if att.N > 1 {
 		// An earlier attempt may have reached Slack without recording
 		// its message (its worker died, or its call outlived the lease):
@@ -161,11 +172,13 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 		}
 	}
 	msg := blocks.Render(req, stateOf(rec, p.opts.Defaults))
+	mayHaveSent = true
 	channel, ts, err := p.opts.Slack.PostMessageContext(ctx, rec.Channel,
 		slack.MsgOptionText(msg.Text, false),
 		slack.MsgOptionBlocks(msg.Blocks...),
 		postMetadata(rec.ID, att.N))
 	if err != nil {
+		mayHaveSent = !refusedOutright(err)
 		return p.slackFailure(ctx, rec, "chat.postMessage", err)
 	}
 	if channel != rec.Channel {

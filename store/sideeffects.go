@@ -154,6 +154,50 @@ func (s *Store) RecordPost(ctx context.Context, id, channel, ts string, rendered
 	return err
 }
 
+// abandonPost uncounts an attempt at posting the request's message that
+// certainly sent nothing (Slack refused it, or it never called Slack).
+//
+//	KEYS[1] -> <p>:{sNN}:req:<id>
+var abandonPost = redis.NewScript(`
+local ts = redis.call('HGET', KEYS[1], 'slack_ts')
+if ts and ts ~= '' then return 0 end
+if tonumber(redis.call('HGET', KEYS[1], 'post_attempts') or '0') > 0 then
+  redis.call('HINCRBY', KEYS[1], 'post_attempts', -1)
+end
+return 1
+`)
+
+// AbandonPost uncounts an attempt begun with BeginPost that certainly sent
+// nothing: Slack answered it with an error or 429, or it ended before its
+// Slack call. The next attempt then needs no look-up, and no sweep follows,
+// unless another attempt may still have reached Slack.
+func (s *Store) AbandonPost(ctx context.Context, id string) error {
+	if err := abandonPost.Run(ctx, s.rdb, []string{s.keys.request(id)}).Err(); err != nil {
+		return fmt.Errorf("store: abandon an attempt at posting %s: %w", id, err)
+	}
+	return nil
+}
+
+// abandonCopy is abandonPost for one copy effect.
+//
+//	KEYS[1] -> <p>:{sNN}:copies:<id>
+//	ARGV[1] -> effect
+var abandonCopy = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'copy:' .. ARGV[1]) == 1 then return 0 end
+if tonumber(redis.call('HGET', KEYS[1], 'try:' .. ARGV[1]) or '0') > 0 then
+  redis.call('HINCRBY', KEYS[1], 'try:' .. ARGV[1], -1)
+end
+return 1
+`)
+
+// AbandonCopy is AbandonPost for an attempt begun with BeginCopy.
+func (s *Store) AbandonCopy(ctx context.Context, id, effect string) error {
+	if err := abandonCopy.Run(ctx, s.rdb, []string{s.keys.copies(id)}, effect).Err(); err != nil {
+		return fmt.Errorf("store: abandon an attempt at copy %s of %s: %w", effect, id, err)
+	}
+	return nil
+}
+
 // beginCopy counts an attempt at sending one copy.
 //
 //	KEYS[1] -> <p>:{sNN}:copies:<id>
