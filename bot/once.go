@@ -223,12 +223,22 @@ func (h sweepJob) GaveUp(ctx context.Context, j store.Job, err error) {
 }
 
 // refusedOutright reports whether a failed chat.postMessage certainly sent
-// nothing: Slack answered it, with 429 or an error of its own ("ok": false).
-// A network error or a 5xx may hide a message Slack accepted.
+// nothing: Slack answered 429, or refused the message with a code that says
+// why it was not sent (the permanent codes, and "ratelimited"). Slack's own
+// failures (internal_error, fatal_error, service_unavailable, an unknown
+// code), a network error or a 5xx may hide a message Slack accepted: "it's
+// possible some aspect of the operation succeeded", Slack says of them.
 func refusedOutright(err error) bool {
 	var rate *slack.RateLimitedError
 	var status slack.StatusCodeError
 	var apiErr slack.SlackErrorResponse
-	return errors.As(err, &rate) || errors.As(err, &apiErr) ||
-		(errors.As(err, &status) && status.Code == http.StatusTooManyRequests)
+	switch {
+	case errors.As(err, &rate):
+		return true
+	case errors.As(err, &status):
+		return status.Code == http.StatusTooManyRequests
+	case errors.As(err, &apiErr):
+		return isPermanent(apiErr.Err) || apiErr.Err == "ratelimited" || apiErr.Err == "rate_limited"
+	}
+	return false
 }

@@ -185,19 +185,21 @@ func TestPostLookupFailure(t *testing.T) {
 	}
 }
 
-// A post Slack refused outright (429, or an error of its own) sent nothing:
-// the retry counts as a first attempt again, so it neither searches the
-// channel's history nor leaves a sweep behind, while a 5xx, which may hide
-// an accepted message, still leads to both.
+// A post Slack refused outright (429, or a code saying why it was not
+// sent) sent nothing: the retry counts as a first attempt again, so it
+// neither searches the channel's history nor leaves a sweep behind. Slack's
+// own failures (internal_error) and a 5xx may hide an accepted message and
+// still lead to both.
 func TestRefusedPostNeedsNoLookupOrSweep(t *testing.T) {
 	t.Parallel()
 	for name, c := range map[string]struct {
 		inject    func(emu *slackemu.Server)
 		wantCheck bool
 	}{
-		"429":         {inject: func(emu *slackemu.Server) { emu.InjectRateLimit("chat.postMessage", 1, time.Millisecond) }},
-		"slack error": {inject: func(emu *slackemu.Server) { emu.InjectError("chat.postMessage", "internal_error", 1) }},
-		"503":         {inject: func(emu *slackemu.Server) { emu.InjectHTTPStatus("chat.postMessage", http.StatusServiceUnavailable, 1) }, wantCheck: true},
+		"429":            {inject: func(emu *slackemu.Server) { emu.InjectRateLimit("chat.postMessage", 1, time.Millisecond) }},
+		"ratelimited":    {inject: func(emu *slackemu.Server) { emu.InjectError("chat.postMessage", "ratelimited", 1) }},
+		"internal_error": {inject: func(emu *slackemu.Server) { emu.InjectError("chat.postMessage", "internal_error", 1) }, wantCheck: true},
+		"503":            {inject: func(emu *slackemu.Server) { emu.InjectHTTPStatus("chat.postMessage", http.StatusServiceUnavailable, 1) }, wantCheck: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -229,4 +231,32 @@ func (h *harness) jobScheduled(id string) bool {
 		}
 	}
 	return false
+}
+
+// acceptedThenFailedSlack posts the message and then answers ok:false
+// internal_error, as Slack may ("it's possible some aspect of the operation
+// succeeded").
+type acceptedThenFailedSlack struct{ *slack.Client }
+
+func (s acceptedThenFailedSlack) PostMessageContext(ctx context.Context, channel string, opts ...slack.MsgOption) (string, string, error) {
+	if _, _, err := s.Client.PostMessageContext(ctx, channel, opts...); err != nil {
+		return "", "", err
+	}
+	return "", "", slack.SlackErrorResponse{Err: "internal_error"}
+}
+
+// A post Slack accepted although it answered internal_error is found by the
+// retry, not sent again.
+func TestInternalErrorAfterAcceptedPostIsNotRepeated(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := h.accept(exampleWith(t, "accepted-failed", setChannel("C0APPROVALS")))
+	job := store.Job{ID: store.JobID(store.JobPost, id), Kind: store.JobPost, RequestID: id, Attempt: 1}
+	ctx := ctxTimeout(t, guard)
+	_ = h.newWorker(acceptedThenFailedSlack{h.slackClient()}, h.store, time.Minute).Handle(ctx, job)
+	job.Attempt = 2
+	if err := h.newWorker(h.slackClient(), h.store, time.Minute).Handle(ctx, job); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	h.onlyMessage(id, "C0APPROVALS")
 }
