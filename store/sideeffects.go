@@ -140,7 +140,7 @@ func (s *Store) RecordPost(ctx context.Context, id, channel, ts string, rendered
 			ch.Jobs = []JobAt{{ID: jobID(JobSync, id), At: s.now()}}
 		}
 		if rec.Slack.Attempts > 1 && !rec.Posted() {
-			ch.Jobs = append(ch.Jobs, JobAt{ID: jobID(JobSweep, id), At: sweepAt})
+			ch.Jobs = append(ch.Jobs, JobAt{ID: jobID(JobSweep, id), At: sweepAt, NotEarlier: true})
 		}
 		if s.homeJobs && !rec.Posted() {
 			// Its Home entries gain the message's link.
@@ -261,8 +261,10 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
   end
 end
 if tonumber(redis.call('HGET', KEYS[1], 'try:' .. ARGV[1]) or '0') > 1 then
+  -- One sweep serves every effect of the request: it must wait for the
+  -- latest overlap to end, so a later due time wins.
   local due = redis.call('ZSCORE', KEYS[3], ARGV[5])
-  if not due or tonumber(due) > tonumber(ARGV[6]) then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5]) end
+  if not due or tonumber(due) < tonumber(ARGV[6]) then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5]) end
 end
 return ''
 `)

@@ -56,6 +56,9 @@ func (ch *Change) auditOnly() bool {
 type JobAt struct {
 	ID string
 	At time.Time
+	// NotEarlier keeps the job's due time when it is already later (a
+	// sweep must wait for the latest overlap it serves).
+	NotEarlier bool
 }
 
 // JobID names a job of a kind for a request.
@@ -207,7 +210,12 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 		p.HDel(ctx, key, ch.Del...)
 	}
 	for _, j := range ch.Jobs {
-		p.ZAdd(ctx, jobs.due, redis.Z{Score: float64(j.At.UnixMilli()), Member: j.ID})
+		z := redis.Z{Score: float64(j.At.UnixMilli()), Member: j.ID}
+		if j.NotEarlier {
+			p.ZAddArgs(ctx, jobs.due, redis.ZAddArgs{GT: true, Members: []redis.Z{z}})
+			continue
+		}
+		p.ZAdd(ctx, jobs.due, z)
 	}
 	for _, push := range ch.Push {
 		p.RPush(ctx, push.Key, push.Value)
