@@ -26,14 +26,11 @@ type homeStore interface {
 	MethodHeld(ctx context.Context, method string) (time.Duration, error)
 }
 
-// homePublishWindow is the least time between two publishes of one user's
-// Home tab, across every process: Slack allows about 100 views.publish a
-// minute for the whole app, and a burst of requests naming one reviewer
-// must not spend them all on her.
-const homePublishWindow = 5 * time.Second
-
-// viewsPublish is the Slack method the Home jobs call (and hold on a 429).
-const viewsPublish = "views.publish"
+// homePublishWindow and viewsPublish: see store.HomePublishWindow.
+const (
+	homePublishWindow = store.HomePublishWindow
+	viewsPublish      = store.ViewsPublish
+)
 
 // homeJob runs "home:<id>" jobs. The store schedules one in the same
 // transaction as every change that moves a request in or out of someone's

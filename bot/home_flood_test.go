@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/approvalbot/approvalbot/blocks"
 )
 
 // A flood of requests naming one reviewer who opened her Home tab costs
@@ -118,4 +120,49 @@ func waitQuiet(t *testing.T, h *harness) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// A reviewer clicking through many requests costs the other reviewers who
+// opened their Home tab one publish per window, not one per click: only
+// the clicker's own tab is published at once.
+func TestHomePublishesCoalescedForClicks(t *testing.T) {
+	t.Parallel()
+	clk := newFakeClock()
+	h := clockedHarness(t, clk, func(c *configT, _ *depsT) { c.SlackPostInterval = time.Millisecond })
+	h.startJobs()
+	h.openEmptyHome(bob, "Ev0CLICKS")
+	const n = 40
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = fmt.Sprintf("clicks-%02d", i)
+		h.postAndWait(exampleWith(t, ids[i], func(doc map[string]any) {
+			data := doc["content"].(map[string]any)["body"].(map[string]any)["data"].(map[string]any)
+			data["decisions"] = []any{map[string]any{"id": "go", "type": "approval", "prompt": "Go?", "required": true}}
+			doc["extensions"] = map[string]any{"slack": map[string]any{"reviewers": []string{alice.id, bob.id}}}
+		}))
+	}
+	waitQuiet(t, h)
+	start, before := clk.Now(), len(bobPublishes(h))
+	for _, id := range ids {
+		ok(t, h.click(alice, id, "go", button(blocks.ActionApprove, "true")))
+	}
+	waitQuiet(t, h)
+	elapsed := clk.Now().Sub(start)
+	if got, most := len(bobPublishes(h))-before, 1+int(elapsed/(5*time.Second)); got > most {
+		t.Errorf("%d Home publishes for Bob while Alice answered %d requests in %s, want at most %d", got, n, elapsed, most)
+	}
+	last := parseHome(t, []byte(bobPublishes(h)[len(bobPublishes(h))-1]))
+	if len(last.waiting) != 0 {
+		t.Errorf("Bob's last Home tab still lists %v; every request was answered", last.waiting)
+	}
+}
+
+func bobPublishes(h *harness) []string {
+	var out []string
+	for _, c := range h.emu.CallsTo("views.publish") {
+		if c.Params["user_id"] == bob.id && c.Error == "" {
+			out = append(out, c.Params["view"])
+		}
+	}
+	return out
 }

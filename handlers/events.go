@@ -22,6 +22,8 @@ type HomeStore interface {
 	HomeOpened(ctx context.Context, users []string) ([]string, error)
 	NoteAnswered(ctx context.Context, user, requestID string) error
 	RecentlyAnswered(ctx context.Context, user string, n int) ([]store.Record, error)
+	ScheduleHomePublish(ctx context.Context, users []string, window time.Duration) error
+	MethodHeld(ctx context.Context, method string) (time.Duration, error)
 }
 
 const (
@@ -109,17 +111,10 @@ func (s *Slack) Event(ctx context.Context, ev EventRequest) (any, error) {
 			if err := s.opts.Home.NoteHomeOpened(ctx, user, homeTTL); err != nil {
 				s.log.WarnContext(ctx, "could not note an opened Home tab", "user", user, "err", err)
 			}
-			s.publishHome(ctx, user)
+			s.publishOwnHome(ctx, user)
 		})
 	}
 	return nil, nil
-}
-
-// publishHome renders and publishes user's Home tab, logging a failure.
-func (s *Slack) publishHome(ctx context.Context, user string) {
-	if err := s.PublishHome(ctx, user); err != nil {
-		s.log.WarnContext(ctx, "could not publish a Home tab", "user", user, "err", err)
-	}
 }
 
 // PublishHome renders user's Home tab from the current state and publishes
@@ -145,9 +140,12 @@ func (s *Slack) PublishHome(ctx context.Context, user string) error {
 }
 
 // refreshHomes runs after a reviewer's action changed a request: it notes
-// the request among the reviewer's answered ones, then re-publishes the Home
-// tab of the reviewer and of the request's other reviewers, for those who
-// opened it lately. Best effort, off the request path.
+// the request among the reviewer's answered ones and re-publishes the
+// reviewer's own Home tab; the tabs of the request's other reviewers who
+// opened theirs lately join the coalesced per-user publishes (at most one a
+// user per store.HomePublishWindow), so a reviewer clicking through many
+// requests cannot spend Slack's views.publish budget on everyone else's tab.
+// Best effort, off the request path.
 func (s *Slack) refreshHomes(action string, by aah.Person, rec store.Record) {
 	if s.opts.Home == nil || s.opts.Lists == nil || by.ID == "" {
 		return
@@ -158,36 +156,37 @@ func (s *Slack) refreshHomes(action string, by aah.Person, rec store.Record) {
 				s.log.WarnContext(ctx, "could not note an answered request", "user", by.ID, "err", err)
 			}
 		}
-		if err := s.publishHomes(ctx, append(rec.HomeAudience(), by.ID)); err != nil {
-			s.log.WarnContext(ctx, "could not refresh Home tabs", "request_id", rec.ID, "err", err)
+		if opened, err := s.opts.Home.HomeOpened(ctx, []string{by.ID}); err != nil {
+			s.log.WarnContext(ctx, "could not read who opened the Home tab", "err", err)
+		} else if len(opened) > 0 {
+			s.publishOwnHome(ctx, by.ID)
+		}
+		others := slices.DeleteFunc(rec.HomeAudience(), func(u string) bool { return u == by.ID })
+		opened, err := s.opts.Home.HomeOpened(ctx, slices.Compact(slices.Sorted(slices.Values(others))))
+		if err == nil {
+			err = s.opts.Home.ScheduleHomePublish(ctx, opened, store.HomePublishWindow)
+		}
+		if err != nil {
+			s.log.WarnContext(ctx, "could not schedule Home tab refreshes", "request_id", rec.ID, "err", err)
 		}
 	})
 }
 
-// RefreshHomes re-publishes, now, the Home tab of everyone rec waits or
-// waited for (its reviewers, escalation targets and mentioned people) who
-// opened it lately, except skip. The bot's home job calls it when a request
-// is created, escalated or closed; an error means who opened the tab could
-// not be read, and the job is retried. A tab that fails to publish is
-// logged, not retried: the next change or opening the tab repairs it.
-func (s *Slack) RefreshHomes(ctx context.Context, rec store.Record, skip string) error {
-	if s.opts.Home == nil || s.opts.Lists == nil {
-		return nil
+// publishOwnHome publishes the tab of the person who just acted or opened
+// it, at once, unless views.publish is held after a 429 (Slack's limit is
+// per app): then, or when the publish fails, it joins the coalesced
+// publishes, which wait out the hold.
+func (s *Slack) publishOwnHome(ctx context.Context, user string) {
+	held, err := s.opts.Home.MethodHeld(ctx, store.ViewsPublish)
+	if err == nil && held == 0 {
+		if err = s.PublishHome(ctx, user); err == nil {
+			return
+		}
 	}
-	return s.publishHomes(ctx, slices.DeleteFunc(rec.HomeAudience(), func(u string) bool { return u == skip }))
-}
-
-// publishHomes publishes the Home tab of those of users who opened it lately.
-func (s *Slack) publishHomes(ctx context.Context, users []string) error {
-	users = slices.Compact(slices.Sorted(slices.Values(users)))
-	opened, err := s.opts.Home.HomeOpened(ctx, users)
-	if err != nil {
-		return fmt.Errorf("read who opened the Home tab: %w", err)
+	s.log.InfoContext(ctx, "Home tab publish deferred to the coalesced job", "user", user, "held", held, "err", err)
+	if err := s.opts.Home.ScheduleHomePublish(ctx, []string{user}, store.HomePublishWindow); err != nil {
+		s.log.WarnContext(ctx, "could not schedule a Home tab publish", "user", user, "err", err)
 	}
-	for _, u := range opened {
-		s.publishHome(ctx, u)
-	}
-	return nil
 }
 
 // listItems parses stored requests for a listing, leaving out any that no

@@ -129,6 +129,16 @@ redis.call('SET', KEYS[2], at, 'PX', at - now + window)
 return at
 `)
 
+// HomePublishWindow is the least time between two publishes of one user's
+// Home tab, across every process: Slack allows about 100 views.publish a
+// minute for the whole app, and a burst of requests naming one reviewer (or
+// one reviewer's burst of clicks) must not spend them all on one tab.
+const HomePublishWindow = 5 * time.Second
+
+// ViewsPublish is the Slack method Home tabs are published with, and held
+// on a 429 (HoldMethod).
+const ViewsPublish = "views.publish"
+
 // ScheduleHomePublish schedules a publish of each user's Home tab, at most
 // one per window per user across every process: a change within the window
 // of the last publish rides on the next one, which renders the latest state.
