@@ -37,6 +37,14 @@ func ValidRequestID(s string) bool { return requestIDPattern.MatchString(s) }
 // IsSlackUserID reports whether s looks like a Slack user id (U… or W…).
 func IsSlackUserID(s string) bool { return slackUserPattern.MatchString(s) }
 
+// IsSlackChannelID reports whether s looks like a Slack channel id (C… or
+// G…; not a DM).
+func IsSlackChannelID(s string) bool { return channelIDPattern.MatchString(s) }
+
+// IsSlackChannelName reports whether s is a channel given by name
+// ("#approvals").
+func IsSlackChannelName(s string) bool { return channelNamePattern.MatchString(s) }
+
 // IsEmail reports whether s is a bare email address (no display name).
 func IsEmail(s string) bool { return looksLikeEmail(s) }
 
