@@ -388,7 +388,7 @@ func (p *parser) escalation(n node, r *Request) {
 }
 
 // EscalationTargetForms lists the forms of data.escalation[].to that
-// escalation resolves (see bot/escalation.go).
+// escalation resolves (see approval.ResolveTarget).
 const EscalationTargetForms = "a Slack user id (U…/W…), an email address of a Slack user, " +
 	"a Slack user group id (S…), a channel id (C…/G…) or a channel name (#approvals)"
 

@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/approvalbot/approvalbot/aah"
-	"github.com/approvalbot/approvalbot/bot/decide"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/bot/slackemu"
 	"github.com/approvalbot/approvalbot/webhook"
 )
@@ -57,8 +57,8 @@ func (c *Config) validateAuthorization(add func(format string, args ...any)) {
 }
 
 // Policy is the workspace-wide authorization configuration for the decider.
-func (c Config) Policy() decide.Policy {
-	return decide.Policy{
+func (c Config) Policy() approval.Policy {
+	return approval.Policy{
 		Defaults: aah.Defaults{Quorum: c.ApprovalQuorum, AllowSelfApproval: c.AllowSelfApproval,
 			RequireReason: c.RequireReason, OverrideAgents: c.PolicyOverrideAgents},
 		Admins: c.AdminUsers, Reviewers: c.DefaultReviewers, ReviewerGroups: c.DefaultReviewerGroups,

@@ -3,10 +3,12 @@ package bot
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
@@ -85,7 +87,7 @@ func (h timerDeps) sendCopy(ctx context.Context, rec store.Record, effect string
 		return err
 	}
 	recordCtx := context.WithoutCancel(ctx)
-	if posted != channel && !channelID.MatchString(channel) {
+	if posted != channel && !aah.IsSlackChannelID(channel) {
 		if err := h.store.NoteChannelID(recordCtx, channel, posted); err != nil {
 			h.log.WarnContext(ctx, "could not note the channel's id", "channel", channel, "err", err)
 		}
@@ -105,9 +107,12 @@ func (h timerDeps) sendCopy(ctx context.Context, rec store.Record, effect string
 
 type foundCopy struct{ channel, ts string }
 
+// dmChannelID matches the id of a DM conversation (a copy sent to a user).
+var dmChannelID = regexp.MustCompile(`^D[A-Z0-9]{2,}$`)
+
 // findCopy looks for the copies of effect earlier attempts sent.
 func (h timerDeps) findCopy(ctx context.Context, id, effect, channel, threadTS string, att store.Attempt) ([]foundCopy, error) {
-	if !channelID.MatchString(channel) && !dmChannelID.MatchString(channel) {
+	if !aah.IsSlackChannelID(channel) && !dmChannelID.MatchString(channel) {
 		known, err := h.store.ChannelID(ctx, channel)
 		if err != nil {
 			return nil, err
@@ -177,7 +182,7 @@ func (h timerDeps) closedCopy(req *aah.Request, rec store.Record, effect string)
 	k, to, _ := strings.Cut(rest, ":")
 	if kind == store.JobEscalate {
 		step, _ := strconv.Atoi(k)
-		return escalationMessage(blocks.Render(req, stateOf(rec, h.defaults)), escalationIntro(req, step, !aah.IsSlackUserID(to)))
+		return escalationMessage(blocks.Render(req, approval.View(rec, h.defaults)), escalationIntro(req, step, !aah.IsSlackUserID(to)))
 	}
 	title := blocks.Escape(req.Artifact.Title)
 	if link := rec.Slack.Permalink; link != "" {

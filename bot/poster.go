@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
@@ -35,7 +36,8 @@ type People interface {
 // Records is the request state the poster reads and writes; *store.Store
 // implements it.
 type Records interface {
-	Get(ctx context.Context, id string) (store.Record, error)
+	// Load reads a request with its parsed document (store.Store.Load).
+	Load(ctx context.Context, id string) (store.Record, *aah.Request, error)
 	BeginPost(ctx context.Context, id string) (store.Attempt, error)
 	AbandonPost(ctx context.Context, id string) error
 	RecordPost(ctx context.Context, id, channel, ts string, renderedVersion int64, sweepAt time.Time) error
@@ -171,7 +173,7 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 			return p.adopt(ctx, rec, found[0])
 		}
 	}
-	msg := blocks.Render(req, stateOf(rec, p.opts.Defaults))
+	msg := blocks.Render(req, approval.View(rec, p.opts.Defaults))
 	mayHaveSent = true
 	channel, ts, err := p.opts.Slack.PostMessageContext(ctx, rec.Channel,
 		slack.MsgOptionText(msg.Text, false),
@@ -236,7 +238,7 @@ func (p *Poster) findPosted(ctx context.Context, rec store.Record, firstAt time.
 // channelID is the id of a configured channel: as given when it is an id,
 // else the id a post to it reported ("" when none did yet).
 func (p *Poster) channelID(ctx context.Context, channel string) (string, error) {
-	if channelID.MatchString(channel) {
+	if aah.IsSlackChannelID(channel) {
 		return channel, nil
 	}
 	return p.opts.Records.ChannelID(ctx, channel)
@@ -279,7 +281,7 @@ func (h syncJob) Handle(ctx context.Context, j store.Job) error {
 	if !rec.Posted() || rec.Slack.RenderedVersion >= rec.Version {
 		return nil // the post job renders the latest state, or it is current
 	}
-	msg := blocks.Render(req, stateOf(rec, p.opts.Defaults))
+	msg := blocks.Render(req, approval.View(rec, p.opts.Defaults))
 	_, _, _, err = p.opts.Slack.UpdateMessageContext(ctx, rec.Slack.Channel, rec.Slack.TS,
 		slack.MsgOptionText(msg.Text, false), slack.MsgOptionBlocks(msg.Blocks...))
 	if err != nil {
@@ -310,33 +312,20 @@ func (h syncJob) GaveUp(ctx context.Context, j store.Job, cause error) {
 // load reads a request and parses its stored document. A nil request with a
 // nil error means there is nothing to do (the request is gone).
 func (p *Poster) load(ctx context.Context, id string) (store.Record, *aah.Request, error) {
-	rec, err := p.opts.Records.Get(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	rec, req, err := p.opts.Records.Load(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		p.log.WarnContext(ctx, "job for a request that no longer exists", "request_id", id)
 		return store.Record{}, nil, nil
-	} else if err != nil {
-		return store.Record{}, nil, err
-	}
-	req, err := aah.Parse(rec.Document, aah.ParseOptions{Stored: true})
-	if err != nil {
+	case errors.Is(err, store.ErrInvalidDocument):
 		// Intake validated it; only a bug or a hand-edited record gets here.
 		p.log.ErrorContext(ctx, "stored request no longer parses", "request_id", id, "err", err)
 		_ = p.opts.Records.RecordPostError(ctx, id, "stored request is invalid: "+err.Error(), true)
 		return store.Record{}, nil, nil
+	case err != nil:
+		return store.Record{}, nil, err
 	}
 	return rec, req, nil
-}
-
-func stateOf(rec store.Record, defaults aah.Defaults) blocks.State {
-	st := blocks.State{Status: rec.Status, Version: rec.Version, ReceivedAt: rec.ReceivedAt, Mentions: rec.Mentions,
-		Answers: rec.Answers, ResolvedBy: rec.ResolvedBy, EscalatedTo: escalationMentions(rec), Defaults: defaults.For(rec.Agent)}
-	switch {
-	case !rec.WithdrawnAt.IsZero():
-		st.ClosedAt = rec.WithdrawnAt
-	case !rec.ResolvedAt.IsZero():
-		st.ClosedAt = rec.ResolvedAt
-	}
-	return st
 }
 
 // members resolves the people a request's reviewer groups and roles name

@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
@@ -31,6 +31,12 @@ type TimerSlackAPI interface {
 // timerDeps are what the reminder and escalation jobs share.
 type timerDeps struct {
 	store *store.Store
+	// core records what the jobs did (reminders completed, recipients
+	// reached, escalation steps applied).
+	core *approval.Core
+	// dir resolves escalation targets: the cached directory authorization
+	// reads.
+	dir   approval.Directory
 	slack TimerSlackAPI
 	now   func() time.Time
 	log   *slog.Logger
@@ -57,16 +63,12 @@ func (d timerDeps) with(log *slog.Logger, component string) timerDeps {
 // Exactly once per recipient: each DM (or thread reply) is a copy sent
 // through sendCopy, which records it (and finds it again after a crash), so
 // a retry after a partial failure only sends to the others; each recipient
-// handled is also listed on the request (field reminded_<n>), and a re-run
-// after the reminder completed (reminders_done >= n) sends nothing.
+// handled is also recorded on the request (approval.Core.Reached), and a
+// re-run after the reminder completed (approval.Core.Reminded) sends nothing.
 type reminderJob struct {
 	timerDeps
-	plan aah.ReminderPlan // the configured default; extensions.slack.reminders overrides it
+	plan aah.ReminderPlan // the configured default; extensions.slack.reminders overrides it (approval.ReminderPlan)
 }
-
-// reminderOpen reports whether a request in this state gets reminders:
-// escalated requests are in other hands, closed ones need nothing.
-func reminderOpen(s aah.Status) bool { return s == aah.StatusPending || s == aah.StatusPartial }
 
 func (h reminderJob) Handle(ctx context.Context, j store.Job) error {
 	id, n, ok := store.SplitTimer(j.RequestID)
@@ -78,12 +80,8 @@ func (h reminderJob) Handle(ctx context.Context, j store.Job) error {
 	if err != nil || req == nil {
 		return err
 	}
-	if !reminderOpen(rec.Status) || rec.RemindersDone >= n {
+	if !approval.GetsReminders(rec.Status) || rec.RemindersDone >= n {
 		return nil
-	}
-	plan := h.plan
-	if req.Slack.Reminders != nil {
-		plan = *req.Slack.Reminders
 	}
 	done := rec.Reminded[n]
 	var reached, failed []string
@@ -124,36 +122,11 @@ func (h reminderJob) Handle(ctx context.Context, j store.Job) error {
 		}
 		reached = append(reached, to)
 	}
-	_, err = h.store.Update(ctx, id, func(rec store.Record) (*store.Change, error) {
-		if rec.RemindersDone >= n {
-			return nil, nil
-		}
-		ch := &store.Change{
-			Set: map[string]any{"reminders_done": n},
-			Audit: []store.AuditEvent{{Event: "reminded", Actor: "system",
-				Data: map[string]any{"n": n, "recipients": nonNil(rec.Reminded[n])}}},
-		}
-		if n < plan.Max && plan.Every > 0 && reminderOpen(rec.Status) {
-			ch.Timers = []store.JobAt{{ID: store.TimerID(store.JobRemind, id, n+1), At: nextReminder(rec.ReceivedAt, plan.Every, n, h.now())}}
-		}
-		return ch, nil
-	})
-	if err != nil {
+	if err := h.core.Reminded(ctx, id, n, approval.ReminderPlan(req, h.plan)); err != nil {
 		return err
 	}
 	h.log.InfoContext(ctx, "reminder sent", "request_id", id, "n", n, "reached", reached, "failed", failed)
 	return nil
-}
-
-// nextReminder is when reminder n+1 is due: on the request's schedule
-// (received + (n+1)·every), or one interval from now when that has passed
-// (the bot was down), so reminders never come in a burst.
-func nextReminder(received time.Time, every time.Duration, n int, now time.Time) time.Time {
-	at := received.Add(time.Duration(n+1) * every)
-	if !at.After(now) {
-		at = now.Add(every)
-	}
-	return at
 }
 
 func (h reminderJob) GaveUp(ctx context.Context, j store.Job, err error) {
@@ -162,37 +135,16 @@ func (h reminderJob) GaveUp(ctx context.Context, j store.Job, err error) {
 	if !ok {
 		return
 	}
-	if _, uerr := h.store.Update(ctx, id, func(rec store.Record) (*store.Change, error) {
-		return &store.Change{Audit: []store.AuditEvent{{Event: "reminder_failed", Actor: "system",
-			Data: map[string]any{"n": n, "error": "gave up: " + err.Error()}}}}, nil
-	}); uerr != nil && !errors.Is(uerr, store.ErrNotFound) {
+	if uerr := h.core.Audit(ctx, id, store.AuditEvent{Event: "reminder_failed", Actor: "system",
+		Data: map[string]any{"n": n, "error": "gave up: " + err.Error()}}); uerr != nil && !errors.Is(uerr, store.ErrNotFound) {
 		h.log.ErrorContext(ctx, "could not audit the failed reminder", "job", j.ID, "err", uerr)
 	}
 }
 
-// markReminded adds to to reminder n's handled recipients, with an audit
-// event when given.
+// markReminded records to as handled for reminder n, with an audit event
+// when given.
 func (h reminderJob) markReminded(ctx context.Context, id string, n int, to string, ev *store.AuditEvent) error {
-	return markReached(ctx, h.store, id, store.RemindedField+strconv.Itoa(n),
-		func(rec store.Record) []string { return rec.Reminded[n] }, to, ev)
-}
-
-// markReached adds to to a list field of the request (a reminder's
-// recipients, an escalation step's targets) in one audited update, so a
-// retried job skips whom it already reached; nothing when to is there.
-func markReached(ctx context.Context, st *store.Store, id, field string, reached func(store.Record) []string, to string, ev *store.AuditEvent) error {
-	_, err := st.Update(ctx, id, func(rec store.Record) (*store.Change, error) {
-		list := reached(rec)
-		if slices.Contains(list, to) {
-			return nil, nil
-		}
-		ch := &store.Change{Set: map[string]any{field: mustJSON(append(slices.Clone(list), to))}}
-		if ev != nil {
-			ch.Audit = []store.AuditEvent{*ev}
-		}
-		return ch, nil
-	})
-	return err
+	return h.core.Reached(ctx, id, store.Reach{Kind: store.JobRemind, N: n, To: to}, ev)
 }
 
 // reminderRecipients are whom a reminder goes to: every listed reviewer
@@ -320,34 +272,18 @@ var timerRefusals = map[string]bool{
 // escalation message can fix.
 func refusedForTimers(code string) bool { return permanentSlackErrors[code] || timerRefusals[code] }
 
-// loadTimed reads a request and parses its stored document for a timer
-// job. A nil request with a nil error means there is nothing to do.
+// loadTimed reads a request with its parsed document for a timer job. A
+// nil request with a nil error means there is nothing to do.
 func loadTimed(ctx context.Context, st *store.Store, id string, log *slog.Logger) (store.Record, *aah.Request, error) {
-	rec, err := st.Get(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	rec, req, err := st.Load(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		return store.Record{}, nil, nil
-	} else if err != nil {
-		return store.Record{}, nil, err
-	}
-	req, err := aah.Parse(rec.Document, aah.ParseOptions{Stored: true})
-	if err != nil {
+	case errors.Is(err, store.ErrInvalidDocument):
 		log.ErrorContext(ctx, "stored request no longer parses", "request_id", id, "err", err)
 		return store.Record{}, nil, nil
+	case err != nil:
+		return store.Record{}, nil, err
 	}
 	return rec, req, nil
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // only plain lists and numbers are encoded here
-	}
-	return string(b)
 }

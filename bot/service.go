@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
-	"github.com/approvalbot/approvalbot/bot/decide"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/handlers"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/webhook"
@@ -85,7 +85,7 @@ func NewService(d Deps) (*Service, error) {
 	}
 	// One directory: the poster's lookups warm the cache authorization reads.
 	directory := NewDirectory(d.Slack, cfg.DirectoryCacheTTL, d.Registry)
-	decider := decide.NewDecider(d.Store, decide.Options{Now: d.Now, Policy: cfg.Policy(), Directory: directory})
+	decider := approval.New(d.Store, approval.Options{Now: d.Now, Policy: cfg.Policy(), Directory: directory})
 	poster, err := NewPoster(PosterOptions{
 		Slack: d.Slack, Records: d.Store, PostInterval: cfg.SlackPostInterval, RateLimitHold: d.RateLimitHold,
 		Lease: cfg.JobLease, Now: d.Now,
@@ -106,7 +106,7 @@ func NewService(d Deps) (*Service, error) {
 	jobHandlers[store.JobDeliver] = deliverer
 	jobHandlers[store.JobSweep] = sweepJob{store: d.Store, slack: d.Slack, log: d.Logger.With("component", "sweep")}
 	jobHandlers[store.JobExpire] = deadlineJob{decider: decider, log: d.Logger.With("component", "deadline")}
-	timers := timerDeps{store: d.Store, slack: d.Slack, now: d.Now, rateLimitHold: poster.opts.RateLimitHold,
+	timers := timerDeps{store: d.Store, core: decider, dir: directory, slack: d.Slack, now: d.Now, rateLimitHold: poster.opts.RateLimitHold,
 		defaults: cfg.Policy().Defaults, lease: poster.opts.Lease}
 	jobHandlers[store.JobRemind] = reminderJob{timerDeps: timers.with(d.Logger, "reminders"),
 		plan: aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax}}
@@ -150,7 +150,7 @@ func NewService(d Deps) (*Service, error) {
 	changesCtx, stopChanges := context.WithCancel(context.Background())
 	api, err := webhook.New(webhook.Options{
 		Waiters: webhook.NewWaiters(d.Store.SubscribeChanges(changesCtx)),
-		Store:   d.Store, Tokens: cfg.Tokens(), AllowAnonymous: cfg.LocalMode(),
+		Store:   d.Store, Lifecycle: decider, Tokens: cfg.Tokens(), AllowAnonymous: cfg.LocalMode(),
 		DefaultChannel: cfg.SlackDefaultChannel, MaxBodyBytes: cfg.IntakeMaxBodyBytes, Now: d.Now,
 		Reminders:              aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax},
 		TimerKinds:             kinds(jobHandlers),

@@ -4,15 +4,15 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/approvalbot/approvalbot/bot/decide"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 )
 
 // deadlineJob runs a request's expire timer: it applies the request's
-// on_deadline action (see decide.Decider.Deadline). The decider does nothing
+// on_deadline action (see approval.Core.Deadline). The decider does nothing
 // to a request that is no longer open, so a late or repeated run is harmless.
 type deadlineJob struct {
-	decider *decide.Decider
+	decider *approval.Core
 	log     *slog.Logger
 }
 

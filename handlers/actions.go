@@ -5,8 +5,8 @@ import (
 	"errors"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/blocks"
-	"github.com/approvalbot/approvalbot/bot/decide"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
 )
@@ -28,7 +28,7 @@ func (s *Slack) blockActions(ctx context.Context, cb *slack.InteractionCallback)
 		if !ok {
 			continue // not one of approvalbot's controls
 		}
-		var out decide.Outcome
+		var out approval.Outcome
 		var err error
 		switch a.ActionID {
 		case blocks.ActionApprove, blocks.ActionReject:
@@ -44,7 +44,7 @@ func (s *Slack) blockActions(ctx context.Context, cb *slack.InteractionCallback)
 		case blocks.ActionDate:
 			out, err = s.opts.Decisions.Answer(ctx, requestID, by, map[string]any{decisionID: a.SelectedDate})
 		case blocks.ActionApproveAll, blocks.ActionRejectAll:
-			out, err = s.batch(ctx, requestID, by, a.ActionID == blocks.ActionApproveAll)
+			out, err = s.opts.Decisions.AnswerAll(ctx, requestID, by, a.ActionID == blocks.ActionApproveAll)
 		case blocks.ActionSubmit:
 			out, err = s.opts.Decisions.Submit(ctx, requestID, by)
 		case blocks.ActionOpenInput, blocks.ActionComment, blocks.ActionDetails, blocks.ActionRejectReason, blocks.ActionRejectAllReason:
@@ -57,26 +57,11 @@ func (s *Slack) blockActions(ctx context.Context, cb *slack.InteractionCallback)
 	}
 }
 
-// batch answers every approval decision at once (rendering hint 5).
-func (s *Slack) batch(ctx context.Context, requestID string, by aah.Person, approve bool) (decide.Outcome, error) {
-	_, req, err := s.load(ctx, requestID)
-	if err != nil {
-		return decide.Outcome{}, err
-	}
-	values := map[string]any{}
-	for _, d := range req.Data.Decisions {
-		if d.Type == aah.TypeApproval {
-			values[d.ID] = approve
-		}
-	}
-	return s.opts.Decisions.Answer(ctx, requestID, by, values)
-}
-
 // settled reports an action's result: a refusal or a failure is explained to
 // the person; a recorded change wakes the runner so the message catches up,
 // and re-publishes the Home tabs that show the request.
-func (s *Slack) settled(ctx context.Context, action, channel string, by aah.Person, out decide.Outcome, err error) {
-	var refusal *decide.Refusal
+func (s *Slack) settled(ctx context.Context, action, channel string, by aah.Person, out approval.Outcome, err error) {
+	var refusal *approval.Refusal
 	switch {
 	case errors.As(err, &refusal):
 		s.metrics.actions.WithLabelValues(action, "refused").Inc()
@@ -104,15 +89,15 @@ func (s *Slack) settled(ctx context.Context, action, channel string, by aah.Pers
 // after the ack. A person who may not answer is told so instead of getting
 // a form they cannot submit.
 func (s *Slack) openModal(ctx context.Context, action, triggerID, requestID, decisionID, channel string, by aah.Person) {
-	rec, req, err := s.load(ctx, requestID)
+	rec, req, err := s.opts.Requests.Load(ctx, requestID)
 	if err == nil && !rec.Status.Open() && action != blocks.ActionDetails {
-		err = &decide.Refusal{Reason: "This request can no longer be answered (it is " + string(rec.Status) + ")."}
+		err = &approval.Refusal{Reason: "This request can no longer be answered (it is " + string(rec.Status) + ")."}
 	}
 	var d aah.Decision
 	if err == nil && action != blocks.ActionRejectAllReason {
 		var ok bool
 		if d, ok = req.Decision(decisionID); !ok {
-			err = &decide.Refusal{Reason: "This request has no such decision."}
+			err = &approval.Refusal{Reason: "This request has no such decision."}
 		}
 	}
 	if err == nil && action != blocks.ActionDetails {
@@ -123,7 +108,7 @@ func (s *Slack) openModal(ctx context.Context, action, triggerID, requestID, dec
 		err = s.opts.Decisions.Check(ctx, requestID, by, check)
 	}
 	if err != nil {
-		s.settled(ctx, action, channel, by, decide.Outcome{}, err)
+		s.settled(ctx, action, channel, by, approval.Outcome{}, err)
 		return
 	}
 	ref := blocks.ModalRef{RequestID: requestID, DecisionID: decisionID, Channel: channel}
@@ -147,17 +132,4 @@ func (s *Slack) openModal(ctx context.Context, action, triggerID, requestID, dec
 			s.tellUser(channel, by.ID, ":warning: The dialog could not be opened; please click again.")
 		}
 	})
-}
-
-// load reads a request and parses its stored document.
-func (s *Slack) load(ctx context.Context, id string) (store.Record, *aah.Request, error) {
-	rec, err := s.opts.Requests.Get(ctx, id)
-	if err != nil {
-		return store.Record{}, nil, err
-	}
-	req, err := aah.Parse(rec.Document, aah.ParseOptions{Stored: true})
-	if err != nil {
-		return store.Record{}, nil, err
-	}
-	return rec, req, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
@@ -157,7 +158,7 @@ func (s *Slack) show(ctx context.Context, id string) blocks.Message {
 	if id == "" {
 		return blocks.Notice("Which request? Use `" + blocks.Escape(s.opts.Command) + " show &lt;id&gt;`.")
 	}
-	rec, req, err := s.load(ctx, id)
+	rec, req, err := s.opts.Requests.Load(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return blocks.Notice(fmt.Sprintf(":grey_question: There is no request with id `%s`.", blocks.Escape(id)))
@@ -165,21 +166,7 @@ func (s *Slack) show(ctx context.Context, id string) blocks.Message {
 		s.log.ErrorContext(ctx, "slash command show failed", "request_id", id, "err", err)
 		return blocks.Notice(":warning: The request could not be loaded; please try again.")
 	}
-	st := blocks.State{Status: rec.Status, Version: rec.Version, ReceivedAt: rec.ReceivedAt, Mentions: rec.Mentions,
-		Answers: rec.Answers, ResolvedBy: rec.ResolvedBy, Defaults: s.opts.Defaults.For(rec.Agent)}
-	for _, u := range rec.EscalatedTo {
-		st.EscalatedTo = append(st.EscalatedTo, "<@"+u+">")
-	}
-	for _, c := range rec.EscalatedChannels {
-		st.EscalatedTo = append(st.EscalatedTo, blocks.Escape(c))
-	}
-	switch {
-	case !rec.WithdrawnAt.IsZero():
-		st.ClosedAt = rec.WithdrawnAt
-	case !rec.ResolvedAt.IsZero():
-		st.ClosedAt = rec.ResolvedAt
-	}
-	return blocks.Render(req, st)
+	return blocks.Render(req, approval.View(rec, s.opts.Defaults))
 }
 
 // nextPage answers a listing's "Next page" click by replacing the listing

@@ -16,31 +16,40 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
-	"github.com/approvalbot/approvalbot/bot/decide"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
 )
 
 type noDecisions struct{}
 
-func (noDecisions) Answer(context.Context, string, aah.Person, map[string]any) (decide.Outcome, error) {
-	return decide.Outcome{}, nil
+func (noDecisions) Answer(context.Context, string, aah.Person, map[string]any) (approval.Outcome, error) {
+	return approval.Outcome{}, nil
 }
-func (noDecisions) Comment(context.Context, string, string, aah.Person, string) (decide.Outcome, error) {
-	return decide.Outcome{}, nil
+func (noDecisions) Comment(context.Context, string, string, aah.Person, string) (approval.Outcome, error) {
+	return approval.Outcome{}, nil
 }
-func (noDecisions) Submit(context.Context, string, aah.Person) (decide.Outcome, error) {
-	return decide.Outcome{}, nil
+func (noDecisions) Submit(context.Context, string, aah.Person) (approval.Outcome, error) {
+	return approval.Outcome{}, nil
 }
 func (noDecisions) Check(context.Context, string, aah.Person, string) error { return nil }
-func (noDecisions) Reject(context.Context, string, []string, aah.Person, string) (decide.Outcome, error) {
-	return decide.Outcome{}, nil
+func (noDecisions) Reject(context.Context, string, []string, aah.Person, string) (approval.Outcome, error) {
+	return approval.Outcome{}, nil
+}
+func (noDecisions) RejectAll(context.Context, string, aah.Person, string) (approval.Outcome, error) {
+	return approval.Outcome{}, nil
+}
+func (noDecisions) AnswerAll(context.Context, string, aah.Person, bool) (approval.Outcome, error) {
+	return approval.Outcome{}, nil
+}
+func (noDecisions) AnswerWithComment(context.Context, string, string, aah.Person, any, string) (approval.Outcome, error) {
+	return approval.Outcome{}, nil
 }
 
 type noRequests struct{}
 
-func (noRequests) Get(context.Context, string) (store.Record, error) {
-	return store.Record{}, store.ErrNotFound
+func (noRequests) Load(context.Context, string) (store.Record, *aah.Request, error) {
+	return store.Record{}, nil, store.ErrNotFound
 }
 
 type noSlack struct{}

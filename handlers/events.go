@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
@@ -194,14 +195,12 @@ func (s *Slack) publishOwnHome(ctx context.Context, user string) {
 func (s *Slack) listItems(ctx context.Context, recs []store.Record) []blocks.ListItem {
 	out := make([]blocks.ListItem, 0, len(recs))
 	for _, rec := range recs {
-		req, err := aah.Parse(rec.Document, aah.ParseOptions{Stored: true})
+		req, err := rec.Request()
 		if err != nil {
 			s.log.ErrorContext(ctx, "stored request no longer parses", "request_id", rec.ID, "err", err)
 			continue
 		}
-		out = append(out, blocks.ListItem{ID: rec.ID, Version: rec.Version, Agent: rec.Agent, Request: req,
-			Status: rec.Status, ReceivedAt: rec.ReceivedAt, Answers: rec.Answers, Permalink: rec.Slack.Permalink,
-			Defaults: s.opts.Defaults.For(rec.Agent)})
+		out = append(out, approval.ListItem(rec, req, s.opts.Defaults))
 	}
 	return out
 }

@@ -17,27 +17,34 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
-	"github.com/approvalbot/approvalbot/bot/decide"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 )
 
-// Decisions applies reviewers' actions; *decide.Decider implements it.
+// Decisions applies reviewers' actions; *approval.Core implements it.
 type Decisions interface {
-	Answer(ctx context.Context, requestID string, by aah.Person, values map[string]any) (decide.Outcome, error)
-	Comment(ctx context.Context, requestID, decisionID string, by aah.Person, text string) (decide.Outcome, error)
-	Submit(ctx context.Context, requestID string, by aah.Person) (decide.Outcome, error)
-	// Reject rejects approval decisions with a reason, in one update.
-	Reject(ctx context.Context, requestID string, decisionIDs []string, by aah.Person, reason string) (decide.Outcome, error)
-	// Check refuses (with a *decide.Refusal) a person who may not take
+	Answer(ctx context.Context, requestID string, by aah.Person, values map[string]any) (approval.Outcome, error)
+	// AnswerAll approves or rejects every approval decision at once.
+	AnswerAll(ctx context.Context, requestID string, by aah.Person, approve bool) (approval.Outcome, error)
+	// AnswerWithComment records a comment and an answer in one update.
+	AnswerWithComment(ctx context.Context, requestID, decisionID string, by aah.Person, value any, comment string) (approval.Outcome, error)
+	Comment(ctx context.Context, requestID, decisionID string, by aah.Person, text string) (approval.Outcome, error)
+	Submit(ctx context.Context, requestID string, by aah.Person) (approval.Outcome, error)
+	// Reject rejects approval decisions with a reason, in one update;
+	// RejectAll rejects every approval decision so.
+	Reject(ctx context.Context, requestID string, decisionIDs []string, by aah.Person, reason string) (approval.Outcome, error)
+	RejectAll(ctx context.Context, requestID string, by aah.Person, reason string) (approval.Outcome, error)
+	// Check refuses (with a *approval.Refusal) a person who may not take
 	// action ("answer" or "comment") on the request, before a modal opens.
 	Check(ctx context.Context, requestID string, by aah.Person, action string) error
 }
 
 // Requests reads stored requests; *store.Store implements it.
 type Requests interface {
-	Get(ctx context.Context, id string) (store.Record, error)
+	// Load reads a request with its parsed document (store.Store.Load).
+	Load(ctx context.Context, id string) (store.Record, *aah.Request, error)
 }
 
 // SlackAPI is what the handlers call on Slack; *slack.Client implements it.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/blocks"
-	"github.com/approvalbot/approvalbot/bot/decide"
 	"github.com/approvalbot/approvalbot/bot/slackemu"
 	"github.com/slack-go/slack"
 )
@@ -25,11 +25,11 @@ type gatedDecisions struct {
 	release chan struct{}
 }
 
-func (g *gatedDecisions) Answer(_ context.Context, requestID string, _ aah.Person, _ map[string]any) (decide.Outcome, error) {
+func (g *gatedDecisions) Answer(_ context.Context, requestID string, _ aah.Person, _ map[string]any) (approval.Outcome, error) {
 	g.answers.Add(1)
 	g.entered <- requestID
 	<-g.release
-	return decide.Outcome{}, nil
+	return approval.Outcome{}, nil
 }
 
 // logSignal closes stopping when Run logs that it is stopping, so the test

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/blocks"
-	"github.com/approvalbot/approvalbot/bot/decide"
 	"github.com/slack-go/slack"
 )
 
@@ -26,7 +26,7 @@ func (s *Slack) viewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 	if cb.View.State != nil {
 		values = cb.View.State.Values
 	}
-	comment, hasComment := values[blocks.BlockComment][blocks.ActionText]
+	comment := values[blocks.BlockComment][blocks.ActionText]
 	switch cb.View.CallbackID {
 	case blocks.ModalComment:
 		out, err := s.opts.Decisions.Comment(ctx, ref.RequestID, ref.DecisionID, by, comment.Value)
@@ -34,26 +34,26 @@ func (s *Slack) viewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 	case blocks.ModalReject:
 		return s.rejectWithReason(ctx, ref, by, comment.Value)
 	case blocks.ModalInput:
-		_, req, err := s.load(ctx, ref.RequestID)
+		_, req, err := s.opts.Requests.Load(ctx, ref.RequestID)
 		if err != nil {
-			return s.reply(ctx, blocks.BlockValue, "input", ref, by, decide.Outcome{}, err)
+			return s.reply(ctx, blocks.BlockValue, "input", ref, by, approval.Outcome{}, err)
 		}
 		d, ok := req.Decision(ref.DecisionID)
 		if !ok {
-			return s.reply(ctx, blocks.BlockValue, "input", ref, by, decide.Outcome{}, &decide.Refusal{Reason: "This request has no such decision."})
+			return s.reply(ctx, blocks.BlockValue, "input", ref, by, approval.Outcome{}, &approval.Refusal{Reason: "This request has no such decision."})
 		}
 		value, msg := parseInput(d, values[blocks.BlockValue][blocks.ActionValue].Value)
 		if msg != "" {
 			return fieldErrors(blocks.BlockValue, msg)
 		}
-		// The comment first: a single-decision request resolves on its answer,
-		// and its response must carry the comment.
-		if hasComment && strings.TrimSpace(comment.Value) != "" {
-			if out, err := s.opts.Decisions.Comment(ctx, ref.RequestID, ref.DecisionID, by, comment.Value); err != nil {
-				return s.reply(ctx, blocks.BlockComment, "comment", ref, by, out, err)
-			}
+		var out approval.Outcome
+		if strings.TrimSpace(comment.Value) != "" {
+			// One update: a single-decision request resolves on its answer,
+			// and its response must carry the comment.
+			out, err = s.opts.Decisions.AnswerWithComment(ctx, ref.RequestID, ref.DecisionID, by, value, comment.Value)
+		} else {
+			out, err = s.opts.Decisions.Answer(ctx, ref.RequestID, by, map[string]any{ref.DecisionID: value})
 		}
-		out, err := s.opts.Decisions.Answer(ctx, ref.RequestID, by, map[string]any{ref.DecisionID: value})
 		return s.reply(ctx, blocks.BlockValue, "input", ref, by, out, err)
 	default:
 		return nil
@@ -66,20 +66,13 @@ func (s *Slack) rejectWithReason(ctx context.Context, ref blocks.ModalRef, by aa
 	if strings.TrimSpace(reason) == "" {
 		return fieldErrors(blocks.BlockComment, "Say why you reject it.")
 	}
-	ids := []string{ref.DecisionID}
+	var out approval.Outcome
+	var err error
 	if ref.DecisionID == blocks.RequestScope {
-		_, req, err := s.load(ctx, ref.RequestID)
-		if err != nil {
-			return s.reply(ctx, blocks.BlockComment, "reject", ref, by, decide.Outcome{}, err)
-		}
-		ids = ids[:0]
-		for _, d := range req.Data.Decisions {
-			if d.Type == aah.TypeApproval {
-				ids = append(ids, d.ID)
-			}
-		}
+		out, err = s.opts.Decisions.RejectAll(ctx, ref.RequestID, by, reason)
+	} else {
+		out, err = s.opts.Decisions.Reject(ctx, ref.RequestID, []string{ref.DecisionID}, by, reason)
 	}
-	out, err := s.opts.Decisions.Reject(ctx, ref.RequestID, ids, by, reason)
 	return s.reply(ctx, blocks.BlockComment, "reject", ref, by, out, err)
 }
 
@@ -104,12 +97,16 @@ func parseInput(d aah.Decision, raw string) (any, string) {
 
 // reply answers a modal submission: nil (the modal closes) once recorded,
 // or field errors that keep it open. A refusal of a closed request is shown
-// on the field too: it is the only place the person is looking.
-func (s *Slack) reply(ctx context.Context, block, action string, ref blocks.ModalRef, by aah.Person, out decide.Outcome, err error) *viewErrors {
-	var refusal *decide.Refusal
+// on the field too: it is the only place the person is looking. A refusal
+// about the comment (Field "comment") is shown under the comment.
+func (s *Slack) reply(ctx context.Context, block, action string, ref blocks.ModalRef, by aah.Person, out approval.Outcome, err error) *viewErrors {
+	var refusal *approval.Refusal
 	switch {
 	case errors.As(err, &refusal):
 		s.metrics.actions.WithLabelValues(action, "refused").Inc()
+		if refusal.Field == "comment" {
+			block = blocks.BlockComment
+		}
 		return fieldErrors(block, refusal.Reason)
 	case err != nil:
 		s.settled(ctx, action, ref.Channel, by, out, err)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
 )
@@ -29,7 +30,7 @@ func auditFixture(t *testing.T, key string) (*store.Store, string, func(string) 
 	if err := st.MarkPosted(ctx, id, "C1", "1.1", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Withdraw(ctx, id); err != nil {
+	if _, err := approval.New(st, approval.Options{}).Withdraw(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	keyOf := func(name string) string {

@@ -91,7 +91,7 @@ func (s *Store) RecordDeliveryAttempt(ctx context.Context, id string, a Delivery
 		if a.Gen != rec.Delivery.Gen {
 			// A redelivery was asked for while this attempt ran: keep its
 			// record, but leave the state and the queued job to the redelivery.
-			return &Change{Push: []Push{{Key: s.keys.deliveries(id), Value: mustJSON(a), Cap: maxDeliveryLog}},
+			return &Change{push: []listPush{{Key: s.keys.deliveries(id), Value: mustJSON(a), Cap: maxDeliveryLog}},
 				Audit: []AuditEvent{{Event: "delivery_attempted", Actor: "system",
 					Data: map[string]any{"attempt": a.N, "status": a.Status, "superseded_by_redelivery": true}}}}, nil
 		}
@@ -109,13 +109,13 @@ func (s *Store) RecordDeliveryAttempt(ctx context.Context, id string, a Delivery
 		if a.Error != "" {
 			data["error"] = a.Error
 		}
-		ch := &Change{Set: set, Del: del, Audit: []AuditEvent{{Event: event, Actor: "system", Data: data}},
-			Push: []Push{{Key: s.keys.deliveries(id), Value: mustJSON(a), Cap: maxDeliveryLog}}}
+		ch := &Change{set: set, del: del, Audit: []AuditEvent{{Event: event, Actor: "system", Data: data}},
+			push: []listPush{{Key: s.keys.deliveries(id), Value: mustJSON(a), Cap: maxDeliveryLog}}}
 		switch state {
 		case DeliveryRetrying:
 			ch.Jobs = []JobAt{{ID: jobID(JobDeliver, id), At: *a.NextAttemptAt}}
 		case DeliveryDead:
-			ch.Push = append(ch.Push, Push{Key: s.keys.jobs(shardOf(id)).dead, Cap: int64(s.deadCap),
+			ch.push = append(ch.push, listPush{Key: s.keys.jobs(shardOf(id)).dead, Cap: int64(s.deadCap),
 				Value: mustJSON(DeadJob{ID: jobID(JobDeliver, id), Attempts: a.N, Error: a.Error, DiedAt: a.At.UTC()})})
 		}
 		return ch, nil
@@ -153,9 +153,9 @@ func (s *Store) Redeliver(ctx context.Context, id, actor string) (Record, error)
 			return nil, ErrNothingToDeliver
 		}
 		return &Change{
-			Set: map[string]any{"delivery_state": DeliveryPending, "delivery_round_start": rec.Delivery.Attempts,
+			set: map[string]any{"delivery_state": DeliveryPending, "delivery_round_start": rec.Delivery.Attempts,
 				"delivery_gen": rec.Delivery.Gen + 1},
-			Del:   []string{"delivery_next_ms"},
+			del:   []string{"delivery_next_ms"},
 			Jobs:  []JobAt{{ID: jobID(JobDeliver, id), At: s.now()}},
 			Audit: []AuditEvent{{Event: "redelivery_requested", Actor: actor}},
 		}, nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
 	"github.com/redis/go-redis/v9"
@@ -163,10 +164,16 @@ func (f fixture) mustGet(t *testing.T, id string) store.Record {
 // test, not its subject (the Withdraw subtests check its result in detail).
 func (f fixture) mustWithdraw(t *testing.T, id string) {
 	t.Helper()
-	rec, err := f.s.Withdraw(f.ctx, id)
+	rec, err := f.withdraw(id)
 	if err != nil || rec.Status != aah.StatusWithdrawn {
 		t.Fatalf("Withdraw(%s) = status %q, err %v; want withdrawn", id, rec.Status, err)
 	}
+}
+
+// withdraw withdraws id as the agent's DELETE does: the rule is the
+// core's (approval.Core.Withdraw), what it writes the store's.
+func (f fixture) withdraw(id string) (store.Record, error) {
+	return approval.New(f.s, approval.Options{Now: f.clk.Now}).Withdraw(f.ctx, id)
 }
 
 // claimAll claims every due job of every shard, in shard order.

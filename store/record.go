@@ -94,13 +94,6 @@ type Record struct {
 // request's thread (requests that name no reviewers).
 const ReminderThread = "thread"
 
-// Request hash fields of reminders and escalation, numbered per reminder or
-// step: "reminded_2", "escalation_sent_0".
-const (
-	RemindedField       = "reminded_"
-	EscalationSentField = "escalation_sent_"
-)
-
 // SlackState is where and how the request's message was posted.
 type SlackState struct {
 	Channel         string // channel id Slack reported
@@ -314,11 +307,11 @@ func decodeRecord(h map[string]string) Record {
 	}
 	for k, v := range h {
 		switch {
-		case strings.HasPrefix(k, RemindedField):
-			numbered(&rec.Reminded, k, RemindedField, v)
+		case strings.HasPrefix(k, remindedField):
+			numbered(&rec.Reminded, k, remindedField, v)
 			continue
-		case strings.HasPrefix(k, EscalationSentField):
-			numbered(&rec.EscalationSent, k, EscalationSentField, v)
+		case strings.HasPrefix(k, escalationSentField):
+			numbered(&rec.EscalationSent, k, escalationSentField, v)
 			continue
 		}
 		if decisionID, ok := strings.CutPrefix(k, answerField); ok {
@@ -359,12 +352,6 @@ func decodeAnswer(v string) (aah.Answer, bool) {
 	return a, true
 }
 
-// decodePerson reads "<slack user id>|<name>".
-func decodePerson(s string) aah.Person {
-	id, name, _ := strings.Cut(s, "|")
-	return aah.Person{ID: id, Name: name}
-}
-
 func decodeList(s string) []string {
 	var out []string
 	_ = json.Unmarshal([]byte(s), &out)
@@ -377,32 +364,6 @@ func decodeTimers(s string) []string {
 		return out
 	}
 	return nil
-}
-
-// Withdraw marks an open request withdrawn on behalf of its agent. Its
-// message is scheduled for an update, or its post cancelled if it was never
-// posted. ErrNotOpen (with the record) when it already left the open states.
-func (s *Store) Withdraw(ctx context.Context, id string) (Record, error) {
-	var closed Record
-	rec, err := s.Update(ctx, id, func(rec Record) (*Change, error) {
-		if !rec.Status.Open() {
-			closed = rec
-			return nil, ErrNotOpen
-		}
-		ch := &Change{
-			Status: aah.StatusWithdrawn, Bump: true,
-			Set:   map[string]any{"withdrawn_ms": s.nowMs()},
-			Audit: []AuditEvent{{Event: "withdrawn", Actor: "agent:" + rec.Agent}},
-		}
-		if !rec.Posted() {
-			ch.Cancel = []string{jobID(JobPost, id)}
-		}
-		return ch, nil
-	})
-	if errors.Is(err, ErrNotOpen) {
-		return closed, ErrNotOpen
-	}
-	return rec, err
 }
 
 // MarkPosted records the posted message, fenced like RecordPost (which
@@ -425,7 +386,7 @@ func (s *Store) SetPermalink(ctx context.Context, id, link string) error {
 		return s.set(ctx, id, "set permalink", "permalink", link)
 	}
 	_, err := s.Update(ctx, id, func(Record) (*Change, error) {
-		return &Change{Set: map[string]any{"permalink": link}, Quiet: true,
+		return &Change{set: map[string]any{"permalink": link}, Quiet: true,
 			Jobs: []JobAt{{ID: jobID(JobHome, id), At: s.now()}}}, nil
 	})
 	if err != nil && !errors.Is(err, ErrNotFound) {
@@ -442,7 +403,7 @@ func (s *Store) RecordPostError(ctx context.Context, id, code string, permanent 
 	}
 	_, err := s.Update(ctx, id, func(Record) (*Change, error) {
 		return &Change{
-			Set:   map[string]any{"post_error": code, "post_error_permanent": "1"},
+			set:   map[string]any{"post_error": code, "post_error_permanent": "1"},
 			Audit: []AuditEvent{{Event: "post_failed", Actor: "system", Data: map[string]any{"error": code}}},
 		}, nil
 	})
@@ -466,7 +427,7 @@ func (s *Store) SetMentions(ctx context.Context, id string, mentions []string, m
 		}
 	}
 	_, err = s.Update(ctx, id, func(Record) (*Change, error) {
-		return &Change{Set: map[string]any{"mentions": string(raw)}, AddReviewers: users, Quiet: true}, nil
+		return &Change{set: map[string]any{"mentions": string(raw)}, AddReviewers: users, Quiet: true}, nil
 	})
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("store: set mentions of %s: %w", id, err)

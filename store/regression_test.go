@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
 )
@@ -122,7 +123,7 @@ func TestWithdrawForgetsTheCancelledPostsAttempts(t *testing.T) {
 	if err := s.Retry(ctx, jobs[0], clk.Now().Add(time.Hour), true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Withdraw(ctx, id); err != nil {
+	if _, err := approval.New(s, approval.Options{Now: clk.Now}).Withdraw(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	key := fmt.Sprintf("%s:{s%02d}:jobs:attempts", prefix, 5)
@@ -149,8 +150,8 @@ func TestRedeliveryOutlivesTheAttemptInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := s.Update(ctx, n.ID, func(store.Record) (*store.Change, error) {
-		return &store.Change{Status: "resolved", Set: map[string]any{"response": `{"r":1}`, "delivery_state": store.DeliveryRetrying,
-			"delivery_attempts": 10}}, nil
+		return (&store.Change{Status: "resolved"}).WithFields(map[string]any{"response": `{"r":1}`, "delivery_state": store.DeliveryRetrying,
+			"delivery_attempts": 10}), nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func testWithdraw(t *testing.T, newStore backend) {
 
 		want := created
 		want.Status, want.Version, want.UpdatedAt, want.WithdrawnAt = aah.StatusWithdrawn, 2, at, at
-		rec, err := f.s.Withdraw(f.ctx, n.ID)
+		rec, err := f.withdraw(n.ID)
 		if err != nil {
 			t.Errorf("Withdraw: %v; want success", err)
 		} else {
@@ -76,7 +76,7 @@ func testWithdraw(t *testing.T, newStore backend) {
 		posted := f.mustGet(t, n.ID)
 		at := f.clk.Advance(time.Second)
 
-		rec, err := f.s.Withdraw(f.ctx, n.ID)
+		rec, err := f.withdraw(n.ID)
 		if err != nil {
 			t.Errorf("Withdraw: %v; want success", err)
 			rec = f.mustGet(t, n.ID)
@@ -106,12 +106,12 @@ func testWithdraw(t *testing.T, newStore backend) {
 		n := newReq("req-wd-twice", "agent-a")
 		f.mustCreate(t, n)
 		f.clk.Advance(time.Millisecond)
-		if _, err := f.s.Withdraw(f.ctx, n.ID); err != nil {
+		if _, err := f.withdraw(n.ID); err != nil {
 			t.Errorf("first Withdraw: %v; want success", err)
 		}
 		first := f.mustGet(t, n.ID)
 		f.clk.Advance(time.Millisecond)
-		rec, err := f.s.Withdraw(f.ctx, n.ID)
+		rec, err := f.withdraw(n.ID)
 		if !errors.Is(err, store.ErrNotOpen) {
 			t.Errorf("second Withdraw err = %v; want ErrNotOpen", err)
 		}
@@ -126,7 +126,7 @@ func testWithdraw(t *testing.T, newStore backend) {
 		t.Parallel()
 		f := newFixture(t, newStore)
 		for _, id := range []string{"req-nope", "bad id", ""} {
-			rec, err := f.s.Withdraw(f.ctx, id)
+			rec, err := f.withdraw(id)
 			if !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("Withdraw(%q) err = %v; want ErrNotFound", id, err)
 			}
@@ -152,7 +152,7 @@ func testWithdraw(t *testing.T, newStore backend) {
 		for i := range workers {
 			wg.Go(func() {
 				<-start
-				_, errs[i] = f.s.Withdraw(f.ctx, n.ID)
+				_, errs[i] = f.withdraw(n.ID)
 			})
 		}
 		close(start)

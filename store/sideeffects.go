@@ -131,9 +131,9 @@ func (s *Store) RecordPost(ctx context.Context, id, channel, ts string, rendered
 			return nil, ErrPostedElsewhere
 		}
 		ch := &Change{
-			Set: map[string]any{"slack_channel": channel, "slack_ts": ts, "posted_ms": s.nowMs(),
+			set: map[string]any{"slack_channel": channel, "slack_ts": ts, "posted_ms": s.nowMs(),
 				"rendered_version": renderedVersion},
-			Del:   []string{"post_error", "post_error_permanent"},
+			del:   []string{"post_error", "post_error_permanent"},
 			Audit: []AuditEvent{{Event: "posted", Actor: "system", Data: map[string]any{"channel": channel, "ts": ts}}},
 		}
 		if rec.Version != renderedVersion {

@@ -11,47 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Change is what one update of a request writes. Update applies all of it in
-// one MULTI/EXEC, or none of it: the fields, the answers, the status move
-// between indexes, the jobs, and the audit entries.
-type Change struct {
-	Set     map[string]any // request hash fields to set
-	Del     []string       // request hash fields to delete
-	Answers []aah.Answer   // replace the stored answer of each decision
-	Status  aah.Status     // the new status; "" keeps the current one
-	// Bump says the Slack message must show this change: the version goes up
-	// and, when the message exists, a sync job is scheduled.
-	Bump   bool
-	Jobs   []JobAt      // jobs to schedule
-	Cancel []string     // job ids to unschedule (e.g. a post nobody needs)
-	Audit  []AuditEvent // appended to the request's and the shard's chains
-	Push   []Push       // entries appended to the request's other lists
-	// Timers schedules more of the request's timed jobs (a next reminder);
-	// like those scheduled with it, they are cancelled when it closes.
-	Timers []JobAt
-	// AddReviewers files the request under these Slack users in the reviewer
-	// indexes (resolved mentions, escalation targets), if it stays open.
-	AddReviewers []string
-	// Quiet marks bookkeeping (stored mentions): the updated time stays and
-	// long polls are not woken.
-	Quiet bool
-}
-
-// Push appends to a list of the request's shard, keeping its last Cap entries.
-type Push struct {
-	Key   string
-	Value string
-	Cap   int64
-}
-
-// auditOnly reports a change that only records an event (a refused click):
-// the request itself does not change, so its updated time stays and long
-// polls are not woken.
-func (ch *Change) auditOnly() bool {
-	return len(ch.Set) == 0 && len(ch.Del) == 0 && len(ch.Answers) == 0 && ch.Status == "" && !ch.Bump &&
-		len(ch.Jobs) == 0 && len(ch.Cancel) == 0 && len(ch.Push) == 0 && len(ch.Timers) == 0
-}
-
 // JobAt schedules a job.
 type JobAt struct {
 	ID string
@@ -135,9 +94,10 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 	if !ch.auditOnly() && !ch.Quiet {
 		fields = append(fields, "updated_ms", now.UnixMilli())
 	}
-	for k, v := range ch.Set {
+	for k, v := range ch.set {
 		fields = append(fields, k, v)
 	}
+	fields = append(fields, ch.typedFields(rec)...)
 	for _, a := range ch.Answers {
 		fields = append(fields, answerField+a.DecisionID, mustJSON(a))
 	}
@@ -206,8 +166,11 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 	if len(fields) > 0 {
 		p.HSet(ctx, key, fields...)
 	}
-	if len(ch.Del) > 0 {
-		p.HDel(ctx, key, ch.Del...)
+	if len(ch.del) > 0 {
+		p.HDel(ctx, key, ch.del...)
+	}
+	if r := ch.Resolution; r != nil && r.Deliver {
+		ch.Jobs = append(ch.Jobs, JobAt{ID: jobID(JobDeliver, rec.ID), At: r.At})
 	}
 	for _, j := range ch.Jobs {
 		z := redis.Z{Score: float64(j.At.UnixMilli()), Member: j.ID}
@@ -217,7 +180,7 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 		}
 		p.ZAdd(ctx, jobs.due, z)
 	}
-	for _, push := range ch.Push {
+	for _, push := range ch.push {
 		p.RPush(ctx, push.Key, push.Value)
 		p.LTrim(ctx, push.Key, -push.Cap, -1)
 	}

@@ -21,7 +21,6 @@ type Store interface {
 	Create(ctx context.Context, n store.NewRequest) (store.Record, bool, error)
 	Get(ctx context.Context, id string) (store.Record, error)
 	List(ctx context.Context, q store.ListQuery) (store.Page, error)
-	Withdraw(ctx context.Context, id string) (store.Record, error)
 	Deliveries(ctx context.Context, id string) ([]store.DeliveryAttempt, error)
 	Redeliver(ctx context.Context, id, actor string) (store.Record, error)
 	Audit(ctx context.Context, id string) ([]store.AuditEntry, error)
@@ -29,13 +28,23 @@ type Store interface {
 	AuditIntakeRefusal(ctx context.Context, r store.IntakeRefusal) error
 }
 
+// Lifecycle applies the agent's transitions to a request; *approval.Core
+// implements it.
+type Lifecycle interface {
+	// Withdraw closes an open request for its agent; store.ErrNotOpen (with
+	// the record) when it is closed already.
+	Withdraw(ctx context.Context, id string) (store.Record, error)
+}
+
 // DefaultMaxBodyBytes bounds an intake body unless Options say otherwise.
 const DefaultMaxBodyBytes = 1 << 20
 
 // Options configure the API.
 type Options struct {
-	Store  Store
-	Tokens Tokens
+	Store Store
+	// Lifecycle withdraws requests (DELETE); required.
+	Lifecycle Lifecycle
+	Tokens    Tokens
 	// AllowAnonymous accepts requests without a token when no tokens are
 	// configured (local mode only); they belong to AnonymousAgent.
 	AllowAnonymous bool
@@ -79,8 +88,8 @@ type API struct {
 
 // New validates its dependencies and returns the API.
 func New(opts Options) (*API, error) {
-	if opts.Store == nil {
-		return nil, errors.New("webhook: Store is required")
+	if opts.Store == nil || opts.Lifecycle == nil {
+		return nil, errors.New("webhook: Store and Lifecycle are required")
 	}
 	if opts.Tokens.Len() == 0 && !opts.AllowAnonymous {
 		return nil, errors.New("webhook: no intake tokens configured and anonymous intake not allowed")
@@ -250,7 +259,7 @@ func (a *API) withdraw(w http.ResponseWriter, r *http.Request, agent string) {
 	if !ok {
 		return
 	}
-	rec, err := a.opts.Store.Withdraw(r.Context(), rec.ID)
+	rec, err := a.opts.Lifecycle.Withdraw(r.Context(), rec.ID)
 	switch {
 	case errors.Is(err, store.ErrNotOpen):
 		writeError(w, http.StatusConflict, "request "+quote(rec.ID)+" is already "+string(rec.Status)+" and cannot be withdrawn")

@@ -105,7 +105,7 @@ func TestLongPollTimesOutWithCurrentState(t *testing.T) {
 	}()
 	waitWaiters(t, w, 1)
 	_, err := e.st.Update(t.Context(), "lp-idle", func(store.Record) (*store.Change, error) {
-		return &store.Change{Set: map[string]any{"mentions": `["<@U1>"]`}}, nil
+		return &store.Change{Bump: true}, nil // a change the message shows; the request stays open
 	})
 	mustNil(t, err)
 	if r := <-done; r.json(t)["status"] != "pending" {

@@ -47,6 +47,7 @@ func newFuzzAPI(t testing.TB) *API {
 	t.Helper()
 	a, err := New(Options{
 		Store:          memStore{},
+		Lifecycle:      memStore{},
 		AllowAnonymous: true,
 		DefaultChannel: "#approvals",
 		Now:            func() time.Time { return fuzzNow },

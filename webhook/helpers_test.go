@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/bot"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
@@ -155,15 +156,10 @@ func (e *env) resolve(id string, response []byte, webhookID string) store.Record
 		if !rec.Status.Open() {
 			return nil, store.ErrNotOpen
 		}
-		ch := &store.Change{Status: aah.StatusResolved, Bump: true,
-			Set:   map[string]any{"response": response, "resolved_ms": now.UnixMilli()},
-			Audit: []store.AuditEvent{{Event: "resolved", Actor: "human:U0REVIEWER", Data: map[string]any{"outcome": "approved"}}}}
-		if rec.ResponseURL != "" {
-			ch.Set["delivery_state"] = store.DeliveryPending
-			ch.Set["webhook_id"] = webhookID
-			ch.Jobs = []store.JobAt{{ID: store.JobID(store.JobDeliver, id), At: now}}
-		}
-		return ch, nil
+		// A response_url schedules the delivery, with the webhook id.
+		return &store.Change{Status: aah.StatusResolved, Bump: true,
+			Resolution: &store.Resolution{Response: response, At: now, Deliver: rec.ResponseURL != "", WebhookID: webhookID},
+			Audit:      []store.AuditEvent{{Event: "resolved", Actor: "human:U0REVIEWER", Data: map[string]any{"outcome": "approved"}}}}, nil
 	})
 	if err != nil {
 		e.t.Fatalf("resolve %s: %v", id, err)
@@ -329,7 +325,8 @@ func (e *env) api(edit func(*webhook.Options)) *api {
 	e.t.Helper()
 	tokens, err := webhook.ParseTokens("pm:" + tokenPM + ",other:" + tokenOther)
 	mustNil(e.t, err)
-	opts := webhook.Options{Store: e.st, Tokens: tokens, DefaultChannel: "#approvals"}
+	opts := webhook.Options{Store: e.st, Lifecycle: approval.New(e.st, approval.Options{Now: e.now}),
+		Tokens: tokens, DefaultChannel: "#approvals"}
 	if edit != nil {
 		edit(&opts)
 	}

@@ -13,9 +13,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/google/uuid"
@@ -76,7 +76,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		BodyHash:    hash,
 		Channel:     cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
 		ResponseURL: req.CallbackURL(), // "" under expects_response: false
-		Timers:      a.timers(req, a.opts.Now()),
+		Timers:      approval.Timers(req, a.opts.Now(), a.opts.Reminders, a.opts.TimerKinds),
 		Reviewers:   slackUserIDs(req.Slack.Reviewers, req.Slack.RequiredRoles),
 		Deadline:    req.EffectiveDeadline(),
 	})
@@ -204,37 +204,6 @@ func canonicalHash(tree any) string {
 	canonical, _ := json.Marshal(tree)
 	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:])
-}
-
-// timers are the request's timed jobs, scheduled with it: the deadline's
-// action, each escalation step (counted from artifact.created_at, or from now
-// when the agent sent none), and the first reminder (each reminder schedules
-// the next). A deadline before an escalation step is allowed: the request
-// closes first and its remaining timers are cancelled.
-func (a *API) timers(req *aah.Request, now time.Time) []store.JobAt {
-	var out []store.JobAt
-	id := req.Artifact.ID
-	if dl := req.EffectiveDeadline(); !dl.IsZero() && a.opts.TimerKinds[store.JobExpire] {
-		out = append(out, store.JobAt{ID: store.JobID(store.JobExpire, id), At: dl})
-	}
-	created := req.Artifact.CreatedAt
-	if created.IsZero() {
-		created = now
-	}
-	for i, step := range req.Data.Escalation {
-		if !a.opts.TimerKinds[store.JobEscalate] {
-			break
-		}
-		out = append(out, store.JobAt{ID: store.TimerID(store.JobEscalate, id, i), At: created.Add(step.After)})
-	}
-	plan := a.opts.Reminders
-	if req.Slack.Reminders != nil {
-		plan = *req.Slack.Reminders
-	}
-	if plan.Max > 0 && plan.Every > 0 && a.opts.TimerKinds[store.JobRemind] {
-		out = append(out, store.JobAt{ID: store.TimerID(store.JobRemind, id, 1), At: now.Add(plan.Every)})
-	}
-	return out
 }
 
 // slackUserIDs keeps the reviewers named by Slack user id; emails are

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
 )
@@ -29,7 +30,7 @@ func TestAuditVerifyCommand(t *testing.T) {
 		if _, _, err := st.Create(ctx, store.NewRequest{ID: id, Agent: "pm", Document: []byte(`{}`), BodyHash: id, Channel: "C1"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Withdraw(ctx, id); err != nil {
+		if _, err := approval.New(st, approval.Options{}).Withdraw(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 	}

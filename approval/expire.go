@@ -1,4 +1,4 @@
-package decide
+package approval
 
 import (
 	"context"
@@ -22,14 +22,14 @@ import (
 //
 // The system, not a person, closes the request: the response's source is
 // system:approvalbot, and the audit records the action.
-func (d *Decider) Deadline(ctx context.Context, requestID string) (Outcome, error) {
+func (c *Core) Deadline(ctx context.Context, requestID string) (Outcome, error) {
 	var out Outcome
-	rec, err := d.store.Update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
+	rec, err := c.store.Update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
 		out = Outcome{}
 		if !rec.Status.Open() {
 			return nil, nil
 		}
-		req, err := aah.Parse(rec.Document, aah.ParseOptions{Stored: true})
+		req, err := rec.Request()
 		if err != nil {
 			return nil, err
 		}
@@ -39,7 +39,7 @@ func (d *Decider) Deadline(ctx context.Context, requestID string) (Outcome, erro
 			Data: map[string]any{"on_deadline": string(req.OnDeadline), "required_unanswered": missing}}}}
 		out.Changed = true
 		if req.OnDeadline == aah.DeadlineExpire || len(missing) > 0 {
-			return d.finish(rec, req, answered, aah.Person{}, "", ch, aah.OutcomeExpired), nil
+			return c.closeWith(rec, req, answered, aah.Person{}, "", ch, aah.OutcomeExpired), nil
 		}
 		for _, dec := range req.Data.Decisions {
 			if a := filled[dec.ID]; a.Defaulted || a.TimedOut {
@@ -47,7 +47,7 @@ func (d *Decider) Deadline(ctx context.Context, requestID string) (Outcome, erro
 			}
 		}
 		out.Resolved = true
-		return d.finish(rec, req, filled, aah.Person{}, "", ch, aah.OutcomeResolved), nil
+		return c.closeWith(rec, req, filled, aah.Person{}, "", ch, aah.OutcomeResolved), nil
 	})
 	out.Record = rec
 	return out, err

@@ -1,4 +1,4 @@
-package decide
+package approval
 
 import (
 	"context"
@@ -88,14 +88,14 @@ func notAllowedReason(req *aah.Request) string {
 
 // authorize works out a person's authority over a request. A failed lookup
 // is an error: it fails closed, and the person may try again.
-func (d *Decider) authorize(ctx context.Context, req *aah.Request, by aah.Person) (authority, error) {
-	m := &matcher{dir: d.dir, user: by.ID}
+func (c *Core) authorize(ctx context.Context, req *aah.Request, by aah.Person) (authority, error) {
+	m := &matcher{dir: c.dir, user: by.ID}
 	var a authority
-	a.admin = slices.Contains(d.policy.Admins, by.ID)
+	a.admin = slices.Contains(c.policy.Admins, by.ID)
 	h := req.Slack
 	reviewers, groups := h.Reviewers, h.ReviewerGroups
 	if !req.NamesDeciders() {
-		reviewers, groups = d.policy.Reviewers, d.policy.ReviewerGroups
+		reviewers, groups = c.policy.Reviewers, c.policy.ReviewerGroups
 	}
 	var err error
 	if a.named, err = m.any(ctx, slices.Concat(reviewers, groups)); err != nil {

@@ -1,4 +1,4 @@
-package decide
+package approval
 
 import (
 	"context"
@@ -77,7 +77,7 @@ func TestAuthorization(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			d := &Decider{dir: fakeDirectory{}, policy: tc.policy}
+			d := &Core{dir: fakeDirectory{}, policy: tc.policy}
 			req := approvalRequest(t, tc.slack)
 			auth, err := d.authorize(context.Background(), req, aah.Person{ID: tc.user})
 			if err != nil {

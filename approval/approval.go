@@ -1,0 +1,212 @@
+package approval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/store"
+)
+
+// Storage is what the core needs of the store: read a request, and change
+// it in one optimistic transaction. *store.Store implements it; the
+// core's tests use a fake in memory (store.Change.Apply).
+type Storage interface {
+	Get(ctx context.Context, id string) (store.Record, error)
+	// Update reads the request, lets decide say what changes, and writes
+	// the change atomically, running decide again when the request (or its
+	// audit chain) changed meanwhile. decide may return (nil, nil) for
+	// "nothing to do"; its errors are returned as they are.
+	Update(ctx context.Context, id string, decide func(store.Record) (*store.Change, error)) (store.Record, error)
+}
+
+// Core owns the request lifecycle. Every transition is one atomic
+// Storage.Update: the answer, the status, the audit entries and, on
+// resolution, the response artifact and its delivery are written together
+// or not at all, so double clicks, Slack retries, concurrent reviewers and
+// timers firing twice can neither close a request twice nor lose an answer.
+type Core struct {
+	store  Storage
+	now    func() time.Time
+	dir    Directory
+	policy Policy
+}
+
+// Options configure a Core.
+type Options struct {
+	// Now is the clock; default time.Now. It should be the store's.
+	Now func() time.Time
+	// Directory looks up users' emails and user group members. Without it,
+	// reviewers given by email or group match nobody (beyond the mentions
+	// resolved when the message was posted).
+	Directory Directory
+	// Policy is the workspace-wide authorization configuration.
+	Policy Policy
+}
+
+// New returns the core over st.
+func New(st Storage, opts Options) *Core {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Core{store: st, now: opts.Now, dir: opts.Directory, policy: opts.Policy}
+}
+
+// Refusal is an action that changed nothing, with the reason to show the
+// person (an ephemeral message or a modal error). It is audited.
+type Refusal struct {
+	Reason string
+	// Field is the modal field the reason belongs to, if any ("comment",
+	// "value").
+	Field string
+	// Rule names the rule that refused it (Rule… constants), for the audit.
+	Rule string
+}
+
+func (r *Refusal) Error() string { return r.Reason }
+
+// Outcome is the result of an accepted action.
+type Outcome struct {
+	Record   store.Record
+	Resolved bool // this action resolved the request
+	Changed  bool // false when the action repeated the current state (a double click)
+}
+
+// decideFunc says what a reviewer's action changes on an open request the
+// person may act on; a *Refusal refuses it.
+type decideFunc func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error)
+
+// act runs one reviewer action in one Update: it opens the request (a closed
+// request, or a person who may not answer it, is refused) and lets decide say
+// what changes. A *Refusal from decide is audited and returned after the
+// commit; any other error aborts the update.
+func (c *Core) act(ctx context.Context, requestID string, by aah.Person, action string, decide decideFunc) (Outcome, error) {
+	auth, parsed, err := c.authorityOver(ctx, requestID, by)
+	if err != nil {
+		return Outcome{}, err
+	}
+	var out Outcome
+	var f refusal
+	rec, err := c.store.Update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
+		out, f = Outcome{}, refusal{}
+		req, err := c.open(rec, parsed, by, auth)
+		if err == nil {
+			var ch *store.Change
+			if ch, err = decide(rec, req, grant{auth: auth, rules: req.Rules(c.policy.Defaults.For(rec.Agent))}, &out); err == nil {
+				return ch, nil
+			}
+		}
+		return f.refuse(rec, by, action, err)
+	})
+	return f.result(out, rec, err)
+}
+
+// open parses an open request the person may decide; a closed one, or a
+// person who may not decide it, is a Refusal saying why.
+//
+// req is the request as parsed when authority was worked out (a request's
+// document never changes after intake), or nil.
+func (c *Core) open(rec store.Record, req *aah.Request, by aah.Person, auth authority) (*aah.Request, error) {
+	if !rec.Status.Open() {
+		return nil, &Refusal{Reason: closedReason(rec), Rule: RuleClosed}
+	}
+	if req == nil {
+		var err error
+		if req, err = rec.Request(); err != nil {
+			return nil, err
+		}
+	}
+	if !auth.allowed(rec.Mentions, rec.EscalatedTo, by.ID) {
+		return nil, &Refusal{Reason: notAllowedReason(req), Rule: RuleReviewer}
+	}
+	return req, nil
+}
+
+func closedReason(rec store.Record) string {
+	switch rec.Status {
+	case aah.StatusResolved:
+		return "This request is already resolved; nothing was changed."
+	case aah.StatusWithdrawn:
+		return "The agent withdrew this request; nothing was changed."
+	case aah.StatusExpired:
+		return "This request expired at its deadline; nothing was changed."
+	}
+	return "This request can no longer be answered."
+}
+
+// authorityOver works out what by may do on the request, before it is
+// changed (see authority), and returns the request as parsed for it. A
+// closed request needs no lookups: open refuses it.
+func (c *Core) authorityOver(ctx context.Context, requestID string, by aah.Person) (authority, *aah.Request, error) {
+	rec, err := c.store.Get(ctx, requestID)
+	if err != nil {
+		return authority{}, nil, fmt.Errorf("read request %s: %w", requestID, err)
+	}
+	if !rec.Status.Open() {
+		return authority{closed: true}, nil, nil
+	}
+	req, err := rec.Request()
+	if err != nil {
+		return authority{}, nil, err
+	}
+	// Slack's 3 s covers the lookups and the ack (and a modal's trigger id
+	// expires with it): past the budget the click is refused, to be retried.
+	ctx, cancel := context.WithTimeout(ctx, authorizeBudget)
+	defer cancel()
+	auth, err := c.authorize(ctx, req, by)
+	if err != nil {
+		return authority{}, nil, fmt.Errorf("check who may decide %s: %w", requestID, err)
+	}
+	return auth, req, nil
+}
+
+// authorizeBudget bounds the Slack lookups one authorization may wait for.
+const authorizeBudget = 2 * time.Second
+
+// Check reports whether by may take action ("answer" or "comment") on the
+// request now, before a modal is opened for it: a *Refusal (audited like a
+// refused action) when not.
+func (c *Core) Check(ctx context.Context, requestID string, by aah.Person, action string) error {
+	_, err := c.act(ctx, requestID, by, action, func(_ store.Record, _ *aah.Request, g grant, _ *Outcome) (*store.Change, error) {
+		if action == "comment" {
+			return nil, nil
+		}
+		return nil, g.mayDecide()
+	})
+	return err
+}
+
+// refusal collects a refused action: its click_refused audit entry is
+// committed like any change, and the Refusal is returned to the caller
+// after the commit. A request that cannot be parsed is an error instead.
+type refusal struct{ r *Refusal }
+
+func (f *refusal) refuse(rec store.Record, by aah.Person, action string, err error) (*store.Change, error) {
+	var r *Refusal
+	if !errors.As(err, &r) {
+		return nil, err
+	}
+	f.r = r
+	return &store.Change{Audit: []store.AuditEvent{{Event: "click_refused", Actor: by.AgentID(),
+		Data: map[string]any{"action": action, "reason": r.Reason, "rule": r.Rule, "status": string(rec.Status)}}}}, nil
+}
+
+// result turns Update's outcome into the caller's: a refusal wins over a
+// successful commit of its audit entry.
+func (f *refusal) result(out Outcome, rec store.Record, err error) (Outcome, error) {
+	out.Record = rec
+	if err == nil && f.r != nil {
+		return Outcome{Record: rec}, f.r
+	}
+	return out, err
+}
+
+func cloneAnswers(in map[string]aah.Answer) map[string]aah.Answer {
+	out := make(map[string]aah.Answer, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}

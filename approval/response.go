@@ -1,0 +1,41 @@
+package approval
+
+import (
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/store"
+	"github.com/google/uuid"
+)
+
+// closeWith closes the request with its response: resolved, or expired (the
+// deadline passed; the response says nothing was decided). The response is
+// built once, here, and never changes; its delivery to the agent is
+// scheduled in the same change. by is who resolved it (zero: the system,
+// whose response source is system:approvalbot); role is the required roles
+// they hold.
+func (c *Core) closeWith(rec store.Record, req *aah.Request, answers map[string]aah.Answer, by aah.Person, role string, ch *store.Change, outcome string) *store.Change {
+	now := c.now().UTC()
+	resp := aah.BuildResponse(req, answers, aah.ResponseOptions{
+		ID: "aah_decision_resp_" + uuid.NewString(), CreatedAt: now, ResolvedBy: by, ResolverRole: role, Outcome: outcome,
+	})
+	ch.Status = aah.StatusResolved
+	event := "resolved"
+	if outcome == aah.OutcomeExpired {
+		ch.Status, event = aah.StatusExpired, "expired"
+	}
+	ch.Bump = true
+	ch.Resolution = &store.Resolution{Response: resp.JSON(), At: now, By: by,
+		// expects_response: false sends nothing (records stored before
+		// intake dropped the URL for it too); GET and long polls still
+		// serve the response.
+		Deliver: rec.ResponseURL != "" && req.CallbackURL() != "", WebhookID: "msg_" + resp.Artifact.ID}
+	if !ch.Resolution.Deliver {
+		ch.Resolution.WebhookID = ""
+	}
+	actor := by.AgentID()
+	if by.ID == "" {
+		actor = "system"
+	}
+	ch.Audit = append(ch.Audit, store.AuditEvent{Event: event, Actor: actor,
+		Data: map[string]any{"overall_status": resp.Content.Body.Data.OverallStatus, "response_id": resp.Artifact.ID}})
+	return ch
+}
