@@ -1,0 +1,112 @@
+package store_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/store"
+)
+
+// Change.Apply does to a record what Update writes to Redis: for each
+// typed field (and the answers, status, version, timers and reviewers it
+// touches), the record read back after the update is the record Apply
+// returns, on both backends. The core's tests rely on it (approval's fake
+// store applies changes with it).
+func TestChangeApplyMatchesRedis(t *testing.T) {
+	t.Parallel()
+	for name, b := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b)
+			at := f.clk.Now() // the deliver job is due at once
+			alice := aah.Person{ID: "U0ALICE", Name: "alice"}
+			steps := []struct {
+				name string
+				ch   func() *store.Change
+			}{
+				{"answer", func() *store.Change {
+					return &store.Change{Answers: []aah.Answer{{DecisionID: "d1", Value: true, By: alice, At: at}},
+						Status: aah.StatusPartial, Bump: true}
+				}},
+				{"timers and reviewers", func() *store.Change {
+					return &store.Change{Timers: []store.JobAt{{ID: "remind:r-apply:2", At: at}}, AddReviewers: []string{"U0BOB", "U0BOB"}, Quiet: true}
+				}},
+				{"escalated to users", func() *store.Change {
+					return &store.Change{Status: aah.StatusEscalated, Bump: true, AddReviewers: []string{"U1", "U2"},
+						Escalation: &store.Escalation{Step: 0, To: []string{"U1", "U2"}}}
+				}},
+				{"escalated to a channel", func() *store.Change {
+					return &store.Change{Escalation: &store.Escalation{Step: 1, To: []string{"U2"}, Channels: []string{"#ops"}}}
+				}},
+				{"a step failed", func() *store.Change {
+					return &store.Change{Escalation: &store.Escalation{Step: 2, Problem: "step 2 (x): no"}}
+				}},
+				{"another step failed", func() *store.Change {
+					return &store.Change{Escalation: &store.Escalation{Step: 3, Problem: "step 3 (y): no"}}
+				}},
+				{"a step recorded again", func() *store.Change {
+					return &store.Change{Escalation: &store.Escalation{Step: 0}}
+				}},
+				{"reminder reached", func() *store.Change {
+					return &store.Change{Reached: &store.Reach{Kind: store.JobRemind, N: 1, To: "U1"}}
+				}},
+				{"reminder reached another", func() *store.Change {
+					return &store.Change{Reached: &store.Reach{Kind: store.JobRemind, N: 1, To: store.ReminderThread}}
+				}},
+				{"reminder reached twice", func() *store.Change {
+					return &store.Change{Reached: &store.Reach{Kind: store.JobRemind, N: 1, To: "U1"}}
+				}},
+				{"escalation copy reached", func() *store.Change {
+					return &store.Change{Reached: &store.Reach{Kind: store.JobEscalate, N: 0, To: "U2"}}
+				}},
+				{"reminders done", func() *store.Change { return &store.Change{RemindersDone: 2} }},
+				{"resolved with a delivery", func() *store.Change {
+					return &store.Change{Status: aah.StatusResolved, Bump: true,
+						Resolution: &store.Resolution{Response: []byte(`{"r":1}`), At: at, By: alice, Deliver: true, WebhookID: "msg_1"}}
+				}},
+			}
+			f.mustCreate(t, newReq("r-apply", "agent"))
+			for _, step := range steps {
+				before := f.mustGet(t, "r-apply")
+				want := step.ch().Apply(before)
+				got, err := f.s.Update(f.ctx, "r-apply", func(store.Record) (*store.Change, error) { return step.ch(), nil })
+				if err != nil {
+					t.Fatalf("%s: %v", step.name, err)
+				}
+				want.UpdatedAt = got.UpdatedAt // the store's clock, not Apply's
+				sameRecord(t, step.name, got, want)
+			}
+			rec := f.mustGet(t, "r-apply")
+			if rec.Timers != nil || rec.Delivery.State != store.DeliveryPending || !slices.Equal(rec.EscalatedSteps, []int{0, 1, 2, 3}) {
+				t.Errorf("after resolving: timers %v, delivery %+v, steps %v", rec.Timers, rec.Delivery, rec.EscalatedSteps)
+			}
+			if !slices.ContainsFunc(f.claimAll(t), func(j store.Job) bool { return j.ID == store.JobID(store.JobDeliver, "r-apply") }) {
+				t.Error("resolving with a delivery scheduled no deliver job")
+			}
+
+			for _, tc := range []struct {
+				name string
+				ch   func() *store.Change
+			}{
+				{"withdrawn", func() *store.Change {
+					return &store.Change{Status: aah.StatusWithdrawn, Bump: true, WithdrawnAt: at}
+				}},
+				{"expired, nothing to deliver, by the system", func() *store.Change {
+					return &store.Change{Status: aah.StatusExpired, Bump: true,
+						Resolution: &store.Resolution{Response: []byte(`{"r":2}`), At: at, WebhookID: "unused"}}
+				}},
+			} {
+				id := "r-" + tc.name[:7]
+				before := f.mustCreate(t, newReq(id, "agent"))
+				want := tc.ch().Apply(before)
+				got, err := f.s.Update(f.ctx, id, func(store.Record) (*store.Change, error) { return tc.ch(), nil })
+				if err != nil {
+					t.Fatalf("%s: %v", tc.name, err)
+				}
+				want.UpdatedAt = got.UpdatedAt
+				sameRecord(t, tc.name, got, want)
+			}
+		})
+	}
+}
