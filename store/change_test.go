@@ -5,8 +5,12 @@ import (
 	"testing"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 )
+
+// The store is the core's storage.
+var _ approval.Storage = (*store.Store)(nil)
 
 // Change.Apply does to a record what Update writes to Redis: for each
 // typed field (and the answers, status, version, timers and reviewers it
