@@ -14,6 +14,7 @@ import (
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/bot/decide"
 	"github.com/approvalbot/approvalbot/handlers"
+	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/webhook"
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,7 +64,7 @@ type Deps struct {
 // Service is a running approvalbot.
 type Service struct {
 	deps    Deps
-	runner  *Runner
+	runner  *jobs.Runner
 	async   *handlers.Async
 	handler http.Handler
 	socket  *handlers.SocketMode // nil without Socket Mode
@@ -114,7 +115,7 @@ func NewService(d Deps) (*Service, error) {
 	jobHandlers[store.JobCopies] = copiesJob{timers.with(d.Logger, "copies")}
 	// The runner is built once the home job has the Slack handlers it uses;
 	// the handlers wake it through this variable.
-	var runner *Runner
+	var runner *jobs.Runner
 	async := handlers.NewAsync(8, 1024).WithLogger(d.Logger.With("component", "slack-async"))
 	slackHandlers, err := handlers.New(handlers.Options{
 		SigningSecret: cfg.SlackSigningSecret, Decisions: decider, Requests: d.Store,
@@ -128,9 +129,9 @@ func NewService(d Deps) (*Service, error) {
 	jobHandlers[store.JobHome] = homeJob{store: d.Store, log: d.Logger.With("component", "home")}
 	jobHandlers[store.JobHomePublish] = homePublishJob{store: d.Store, homes: slackHandlers,
 		rateLimitHold: poster.opts.RateLimitHold, log: d.Logger.With("component", "home")}
-	runner, err = NewRunner(d.Store, RunnerOptions{
+	runner, err = jobs.NewRunner(d.Store, jobs.Options{
 		Handlers: jobHandlers, Concurrency: cfg.WorkerConcurrency, Lease: cfg.JobLease,
-		MaxAttempts: cfg.JobMaxAttempts, PollInterval: cfg.JobPollInterval, Now: d.Now, Metrics: d.Metrics, Logger: d.Logger.With("component", "runner"),
+		MaxAttempts: cfg.JobMaxAttempts, PollInterval: cfg.JobPollInterval, Now: d.Now, Metrics: d.Metrics.Jobs, Logger: d.Logger.With("component", "runner"),
 	})
 	if err != nil {
 		return nil, err
@@ -201,7 +202,7 @@ func (s *Service) Close() { s.stopChanges() }
 func (s *Service) Handler() http.Handler { return s.handler }
 
 // Runner is the service's job runner (tests wake and inspect it).
-func (s *Service) Runner() *Runner { return s.runner }
+func (s *Service) Runner() *jobs.Runner { return s.runner }
 
 // RunJobs drains the outbox until ctx ends, then waits for running jobs and
 // for the Slack calls queued after acknowledged interactions. In production
@@ -280,7 +281,7 @@ func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 	})
 }
 
-func kinds(handlers map[string]JobHandler) map[string]bool {
+func kinds(handlers map[string]jobs.Handler) map[string]bool {
 	out := make(map[string]bool, len(handlers))
 	for k := range handlers {
 		out[k] = true
