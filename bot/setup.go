@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/approvalbot/approvalbot/bot/sandbox"
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/sandbox"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
