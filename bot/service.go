@@ -40,8 +40,9 @@ type Deps struct {
 	Metrics  *Metrics
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
-	// Sandbox is served under /sandbox/ in local mode (the Slack emulator).
-	Sandbox http.Handler
+	// Sandbox is local mode's browser sandbox (internal/sandbox), served
+	// under /sandbox/; nil in production mode.
+	Sandbox Sandbox
 	// RateLimitHold overrides how long a 429 without Retry-After holds a
 	// channel (tests shorten it).
 	RateLimitHold time.Duration
@@ -59,6 +60,16 @@ type Deps struct {
 	// (slack.OptionAppLevelToken), required when Config.SlackAppToken is
 	// set: Slack's requests then also arrive over Socket Mode.
 	SocketMode *slack.Client
+}
+
+// Sandbox is what the service needs of local mode's browser sandbox: it is
+// served under /sandbox/, sends Slack's requests to the service's handler
+// (Attach, called by NewService), and ends its live update streams before
+// the HTTP server shuts down (Close).
+type Sandbox interface {
+	http.Handler
+	Attach(bot http.Handler)
+	Close()
 }
 
 // Service is a running approvalbot.
@@ -190,8 +201,12 @@ func NewService(d Deps) (*Service, error) {
 	if d.Sandbox != nil {
 		mux.Handle("/sandbox/", http.StripPrefix("/sandbox", d.Sandbox))
 	}
-	return &Service{deps: d, runner: runner, async: async, handler: recoverPanics(d.Logger, mux), socket: socket,
-		auth: auth, stopChanges: stopChanges}, nil
+	svc := &Service{deps: d, runner: runner, async: async, handler: recoverPanics(d.Logger, mux), socket: socket,
+		auth: auth, stopChanges: stopChanges}
+	if d.Sandbox != nil {
+		d.Sandbox.Attach(svc.handler)
+	}
+	return svc, nil
 }
 
 // Close releases long polls (they answer with the current state) so the HTTP

@@ -1,6 +1,7 @@
 // Command approvalbot puts humans in the loop of AI agents through Slack.
 // See the README for configuration; with none it runs locally against an
-// embedded Redis and a built-in Slack emulator.
+// embedded Redis and a built-in Slack emulator (local.go), unless it was
+// built with -tags nolocal (nolocal.go), as the release image is.
 package main
 
 import (
@@ -35,9 +36,12 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkBuild(cfg); err != nil {
+		return err
+	}
 	log := bot.NewLogger(cfg, os.Stderr)
 
-	rdb, closeRedis, err := bot.OpenRedis(ctx, cfg, log)
+	rdb, closeRedis, err := openRedis(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -45,7 +49,7 @@ func run(ctx context.Context) error {
 
 	registry := prometheus.NewRegistry()
 	metrics := bot.NewMetrics(registry)
-	slackSetup, err := bot.NewSlack(cfg, metrics, log, os.Stderr)
+	client, sandbox, err := newSlack(cfg, metrics, log)
 	if err != nil {
 		return err
 	}
@@ -54,18 +58,15 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	deps := bot.Deps{Config: cfg, Store: st, Slack: slackSetup.Client, Metrics: metrics, Registry: registry, Logger: log}
-	if slackSetup.Sandbox != nil {
-		deps.Sandbox = slackSetup.Sandbox
-	}
+	deps := bot.Deps{Config: cfg, Store: st, Slack: client, Metrics: metrics, Registry: registry, Logger: log,
+		Sandbox: sandbox}
 	if cfg.SlackAppToken != "" {
-		deps.SocketMode = slackSetup.Client
+		deps.SocketMode = client
 	}
 	svc, err := bot.NewService(deps)
 	if err != nil {
 		return err
 	}
-	slackSetup.Sandbox.Attach(svc.Handler()) // no-op in production mode
 
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
@@ -105,7 +106,9 @@ func run(ctx context.Context) error {
 	stopSocket()
 	socketWG.Wait()
 	svc.Close() // long polls answer now instead of holding the shutdown
-	slackSetup.Sandbox.Close()
+	if sandbox != nil {
+		sandbox.Close()
+	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
 	if serr := srv.Shutdown(shutdownCtx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
