@@ -1,6 +1,8 @@
 // Package bot is approvalbot's service: it wires the intake API, the Redis
-// store and the Slack poster together, drains the outbox with a job runner,
-// and serves HTTP. cmd/approvalbot only reads configuration and calls it.
+// store and the Slack poster together, drains the outbox with a job runner
+// (package jobs), and serves HTTP; Run owns the lifecycle of all of it.
+// cmd/approvalbot only reads configuration, opens what the service needs and
+// calls Run.
 package bot
 
 import (
@@ -65,7 +67,7 @@ type Deps struct {
 // Sandbox is what the service needs of local mode's browser sandbox: it is
 // served under /sandbox/, sends Slack's requests to the service's handler
 // (Attach, called by NewService), and ends its live update streams before
-// the HTTP server shuts down (Close).
+// the HTTP server shuts down (Close, called by Run).
 type Sandbox interface {
 	http.Handler
 	Attach(bot http.Handler)
@@ -210,7 +212,8 @@ func NewService(d Deps) (*Service, error) {
 }
 
 // Close releases long polls (they answer with the current state) so the HTTP
-// server can shut down without waiting for them; call it before Shutdown.
+// server can shut down without waiting for them; Run calls it before the
+// HTTP shutdown. Callers that serve Handler themselves call it likewise.
 func (s *Service) Close() { s.stopChanges() }
 
 // Handler is the service's HTTP handler.
