@@ -9,7 +9,7 @@ import (
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/blocks"
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 )
 
 func TestHomeGolden(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/blocks"
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 )
 
 func TestAgentsMustAuthenticate(t *testing.T) {

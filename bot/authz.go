@@ -5,7 +5,6 @@ import (
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/approval"
-	"github.com/approvalbot/approvalbot/bot/slackemu"
 	"github.com/approvalbot/approvalbot/webhook"
 )
 
@@ -13,8 +12,10 @@ import (
 // workspace, the requests that name nobody when DEFAULT_REVIEWERS and
 // DEFAULT_REVIEWER_GROUPS are unset: Alice and Bob, the workspace's
 // reviewers. Everyone else (Mallory, the requester) is refused there, as
-// they would be in production.
-var LocalDefaultReviewers = []string{slackemu.UserAlice, slackemu.UserBob}
+// they would be in production. They are the emulator's ids written out, not
+// imported, so configuration does not depend on the emulator
+// (internal/slackemu); internal/localmode's tests check they still match.
+var LocalDefaultReviewers = []string{"U0ALICE", "U0BOB"}
 
 // applyLocalReviewers sets local mode's default reviewers. With a workspace
 // of your own (SANDBOX_WORKSPACE) nobody is assumed: set DEFAULT_REVIEWERS,

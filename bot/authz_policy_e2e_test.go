@@ -11,7 +11,7 @@ import (
 
 	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/bot"
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/webhook"
 )

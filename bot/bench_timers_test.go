@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/approvalbot/approvalbot/bot"
+	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
 	"github.com/redis/go-redis/v9"
@@ -51,7 +51,7 @@ func BenchmarkTimers(b *testing.B) {
 				mu.Unlock()
 				done <- struct{}{}
 			}}
-			runner, err := bot.NewRunner(st, bot.RunnerOptions{Handlers: map[string]bot.JobHandler{"tick": handler}})
+			runner, err := jobs.NewRunner(st, jobs.Options{Handlers: map[string]jobs.Handler{"tick": handler}})
 			if err != nil {
 				b.Fatal(err)
 			}

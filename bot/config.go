@@ -36,7 +36,8 @@ type Config struct {
 	// over a WebSocket the bot opens, so it needs no public URL.
 	SlackAppToken string `envconfig:"SLACK_APP_TOKEN"`
 	// SandboxWorkspace is a JSON file describing local mode's emulated
-	// workspace (members, channels, user groups); see slackemu.ParseWorkspace.
+	// workspace (members, channels, user groups); see
+	// internal/slackemu.ParseWorkspace.
 	SandboxWorkspace string `envconfig:"SANDBOX_WORKSPACE"`
 
 	IntakeTokens       string `envconfig:"INTAKE_TOKENS"`

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/redis/go-redis/v9"
 )

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/bot"
-	"github.com/approvalbot/approvalbot/bot/slackemu"
 	"github.com/approvalbot/approvalbot/examples"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
 	"github.com/prometheus/client_golang/prometheus"

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/store"
 )
 
@@ -86,14 +87,14 @@ func (h homePublishJob) Handle(ctx context.Context, j store.Job) error {
 		return err
 	}
 	if held > 0 {
-		return &RetryError{After: held, Free: true, Reason: "views.publish is held after a 429"}
+		return &jobs.RetryError{After: held, Free: true, Reason: "views.publish is held after a 429"}
 	}
 	err = h.homes.PublishHome(ctx, user)
 	if err == nil {
 		return nil
 	}
 	code, retry := classifySlack(err, h.rateLimitHold, refusedForTimers)
-	var rate *RetryError
+	var rate *jobs.RetryError
 	switch {
 	case errors.As(retry, &rate):
 		if herr := h.store.HoldMethod(ctx, viewsPublish, rate.After); herr != nil {

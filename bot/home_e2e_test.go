@@ -14,7 +14,7 @@ import (
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/blocks"
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 )
 
 // sendEvent posts a signed Events API request as Slack would: a JSON body,

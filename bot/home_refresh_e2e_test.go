@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 )
 
 // The App Home tab of someone who opened it follows the requests waiting

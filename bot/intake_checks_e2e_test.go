@@ -10,7 +10,7 @@ import (
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/blocks"
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 	"github.com/approvalbot/approvalbot/store"
 )
 

@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 	"github.com/approvalbot/approvalbot/store/redistest"
 )
 
 // What local mode relies on its store for (channel pacing, event
 // de-duplication, Home-opened marks) is tested on both stores the bot runs
-// on: real Redis, and the embedded store of local mode (bot.OpenRedis
+// on: real Redis, and the embedded store of local mode (localmode.OpenRedis
 // without REDIS_URL), built the same way by redistest.Embedded. The
 // embedded store's keys expire on the wall clock here, as real Redis's do.
 

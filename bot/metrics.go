@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -14,17 +15,18 @@ import (
 // Metrics are the bot's Prometheus metrics: Slack posts, jobs, Slack API
 // latency. The outbox gauges are a separate collector (OutboxCollector).
 type Metrics struct {
-	posts       *prometheus.CounterVec
-	updates     *prometheus.CounterVec
-	jobs        *prometheus.CounterVec
-	jobDuration *prometheus.HistogramVec
-	lateness    *prometheus.HistogramVec
-	slackAPI    *prometheus.HistogramVec
+	// Jobs are the job runner's (jobs.Options.Metrics), registered with
+	// the rest.
+	Jobs     *jobs.Metrics
+	posts    *prometheus.CounterVec
+	updates  *prometheus.CounterVec
+	slackAPI *prometheus.HistogramVec
 }
 
 // NewMetrics registers the bot's metrics with reg (nil: unregistered, for tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
+		Jobs: jobs.NewMetrics(reg),
 		posts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "approvalbot_slack_posts_total",
 			Help: "Attempts to post a request's message, by outcome: posted, paced (waited for the channel's " +
@@ -34,20 +36,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "approvalbot_slack_updates_total",
 			Help: "Attempts to update a posted message (chat.update), by outcome.",
 		}, []string{"outcome"}),
-		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "approvalbot_jobs_total",
-			Help: "Jobs run by the outbox runner, by kind and result: done, rescheduled, failed, dead.",
-		}, []string{"kind", "result"}),
-		jobDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "approvalbot_job_duration_seconds",
-			Help:    "Time to run one job, by kind.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
-		}, []string{"kind"}),
-		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "approvalbot_job_lateness_seconds",
-			Help:    "How late a job started after its due time (timers: reminders, escalation, deadlines), by kind.",
-			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
-		}, []string{"kind"}),
 		slackAPI: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "approvalbot_slack_api_duration_seconds",
 			Help:    "Slack Web API call latency, by method and HTTP status (\"error\" when no response arrived).",
@@ -55,7 +43,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"method", "status"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.posts, m.updates, m.jobs, m.jobDuration, m.lateness, m.slackAPI, buildInfoGauge(ReadBuildInfo()))
+		reg.MustRegister(m.posts, m.updates, m.slackAPI, buildInfoGauge(ReadBuildInfo()))
 	}
 	return m
 }

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/bot"
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
+	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
 )
@@ -39,7 +40,7 @@ func (g gatedSlack) PostMessageContext(ctx context.Context, channel string, opts
 }
 
 // newWorker is one worker's poster over h's Redis and emulator.
-func (h *harness) newWorker(api bot.SlackAPI, records bot.Records, lease time.Duration) bot.JobHandler {
+func (h *harness) newWorker(api bot.SlackAPI, records bot.Records, lease time.Duration) jobs.Handler {
 	h.t.Helper()
 	p, err := bot.NewPoster(bot.PosterOptions{Slack: api, Records: records, PostInterval: time.Millisecond, Lease: lease})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/blocks"
+	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
 )
@@ -105,8 +106,8 @@ func NewPoster(opts PosterOptions) (*Poster, error) {
 }
 
 // Handlers returns the job handlers for the runner.
-func (p *Poster) Handlers() map[string]JobHandler {
-	return map[string]JobHandler{store.JobPost: postJob{p}, store.JobSync: syncJob{p}}
+func (p *Poster) Handlers() map[string]jobs.Handler {
+	return map[string]jobs.Handler{store.JobPost: postJob{p}, store.JobSync: syncJob{p}}
 }
 
 type postJob struct{ p *Poster }
@@ -129,7 +130,7 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 	}
 	if wait > 0 {
 		p.opts.Metrics.posts.WithLabelValues("paced").Inc()
-		return &RetryError{After: wait, Free: true, Reason: "pacing posts to " + rec.Channel}
+		return &jobs.RetryError{After: wait, Free: true, Reason: "pacing posts to " + rec.Channel}
 	}
 	mentions, err := p.mentions(ctx, req.Slack.Reviewers)
 	if err != nil {
@@ -290,7 +291,7 @@ func (h syncJob) Handle(ctx context.Context, j store.Job) error {
 		switch {
 		case errors.As(err, &rate):
 			p.opts.Metrics.updates.WithLabelValues("rate_limited").Inc()
-			return &RetryError{After: rate.RetryAfter, Free: true, Reason: "Slack rate limit on chat.update"}
+			return &jobs.RetryError{After: rate.RetryAfter, Free: true, Reason: "Slack rate limit on chat.update"}
 		case errors.As(err, &apiErr) && permanentSlackErrors[apiErr.Err]:
 			p.opts.Metrics.updates.WithLabelValues("failed").Inc()
 			p.log.ErrorContext(ctx, "message cannot be updated", "request_id", rec.ID, "slack_error", apiErr.Err)

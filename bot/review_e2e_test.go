@@ -10,7 +10,7 @@ import (
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/aah/schema"
 	"github.com/approvalbot/approvalbot/blocks"
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 )
 
 // Seed 000's example can be submitted as shown: decision d3 is required and

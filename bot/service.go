@@ -1,6 +1,8 @@
 // Package bot is approvalbot's service: it wires the intake API, the Redis
-// store and the Slack poster together, drains the outbox with a job runner,
-// and serves HTTP. cmd/approvalbot only reads configuration and calls it.
+// store and the Slack poster together, drains the outbox with a job runner
+// (package jobs), and serves HTTP; Run owns the lifecycle of all of it.
+// cmd/approvalbot only reads configuration, opens what the service needs and
+// calls Run.
 package bot
 
 import (
@@ -14,6 +16,7 @@ import (
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/handlers"
+	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/webhook"
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,8 +42,9 @@ type Deps struct {
 	Metrics  *Metrics
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
-	// Sandbox is served under /sandbox/ in local mode (the Slack emulator).
-	Sandbox http.Handler
+	// Sandbox is local mode's browser sandbox (internal/sandbox), served
+	// under /sandbox/; nil in production mode.
+	Sandbox Sandbox
 	// RateLimitHold overrides how long a 429 without Retry-After holds a
 	// channel (tests shorten it).
 	RateLimitHold time.Duration
@@ -60,10 +64,20 @@ type Deps struct {
 	SocketMode *slack.Client
 }
 
+// Sandbox is what the service needs of local mode's browser sandbox: it is
+// served under /sandbox/, sends Slack's requests to the service's handler
+// (Attach, called by NewService), and ends its live update streams before
+// the HTTP server shuts down (Close, called by Run).
+type Sandbox interface {
+	http.Handler
+	Attach(bot http.Handler)
+	Close()
+}
+
 // Service is a running approvalbot.
 type Service struct {
 	deps    Deps
-	runner  *Runner
+	runner  *jobs.Runner
 	async   *handlers.Async
 	handler http.Handler
 	socket  *handlers.SocketMode // nil without Socket Mode
@@ -114,7 +128,7 @@ func NewService(d Deps) (*Service, error) {
 	jobHandlers[store.JobCopies] = copiesJob{timers.with(d.Logger, "copies")}
 	// The runner is built once the home job has the Slack handlers it uses;
 	// the handlers wake it through this variable.
-	var runner *Runner
+	var runner *jobs.Runner
 	async := handlers.NewAsync(8, 1024).WithLogger(d.Logger.With("component", "slack-async"))
 	slackHandlers, err := handlers.New(handlers.Options{
 		SigningSecret: cfg.SlackSigningSecret, Decisions: decider, Requests: d.Store,
@@ -128,9 +142,9 @@ func NewService(d Deps) (*Service, error) {
 	jobHandlers[store.JobHome] = homeJob{store: d.Store, log: d.Logger.With("component", "home")}
 	jobHandlers[store.JobHomePublish] = homePublishJob{store: d.Store, homes: slackHandlers,
 		rateLimitHold: poster.opts.RateLimitHold, log: d.Logger.With("component", "home")}
-	runner, err = NewRunner(d.Store, RunnerOptions{
+	runner, err = jobs.NewRunner(d.Store, jobs.Options{
 		Handlers: jobHandlers, Concurrency: cfg.WorkerConcurrency, Lease: cfg.JobLease,
-		MaxAttempts: cfg.JobMaxAttempts, PollInterval: cfg.JobPollInterval, Now: d.Now, Metrics: d.Metrics, Logger: d.Logger.With("component", "runner"),
+		MaxAttempts: cfg.JobMaxAttempts, PollInterval: cfg.JobPollInterval, Now: d.Now, Metrics: d.Metrics.Jobs, Logger: d.Logger.With("component", "runner"),
 	})
 	if err != nil {
 		return nil, err
@@ -189,19 +203,24 @@ func NewService(d Deps) (*Service, error) {
 	if d.Sandbox != nil {
 		mux.Handle("/sandbox/", http.StripPrefix("/sandbox", d.Sandbox))
 	}
-	return &Service{deps: d, runner: runner, async: async, handler: recoverPanics(d.Logger, mux), socket: socket,
-		auth: auth, stopChanges: stopChanges}, nil
+	svc := &Service{deps: d, runner: runner, async: async, handler: recoverPanics(d.Logger, mux), socket: socket,
+		auth: auth, stopChanges: stopChanges}
+	if d.Sandbox != nil {
+		d.Sandbox.Attach(svc.handler)
+	}
+	return svc, nil
 }
 
 // Close releases long polls (they answer with the current state) so the HTTP
-// server can shut down without waiting for them; call it before Shutdown.
+// server can shut down without waiting for them; Run calls it before the
+// HTTP shutdown. Callers that serve Handler themselves call it likewise.
 func (s *Service) Close() { s.stopChanges() }
 
 // Handler is the service's HTTP handler.
 func (s *Service) Handler() http.Handler { return s.handler }
 
 // Runner is the service's job runner (tests wake and inspect it).
-func (s *Service) Runner() *Runner { return s.runner }
+func (s *Service) Runner() *jobs.Runner { return s.runner }
 
 // RunJobs drains the outbox until ctx ends, then waits for running jobs and
 // for the Slack calls queued after acknowledged interactions. In production
@@ -280,7 +299,7 @@ func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 	})
 }
 
-func kinds(handlers map[string]JobHandler) map[string]bool {
+func kinds(handlers map[string]jobs.Handler) map[string]bool {
 	out := make(map[string]bool, len(handlers))
 	for k := range handlers {
 		out[k] = true

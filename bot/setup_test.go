@@ -1,8 +1,6 @@
 package bot_test
 
 import (
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -11,17 +9,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Production mode (a real bot token) builds no emulator and no sandbox, and
-// the service serves nothing under /sandbox/.
+// Production mode (a real bot token) builds no emulator and no sandbox
+// (internal/localmode's TestProductionModeBuildsNoSandbox; bot.NewSlack has
+// no way to), and the service serves nothing under /sandbox/.
 func TestProductionModeServesNoSandbox(t *testing.T) {
 	t.Parallel()
 	cfg := bot.Config{SlackBotToken: "xoxb-real", SlackAPIURL: "https://slack.example/api/"}
-	setup, err := bot.NewSlack(cfg, bot.NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if setup.Emulator != nil || setup.Sandbox != nil {
-		t.Fatalf("production mode built a sandbox: emulator %v, sandbox %v", setup.Emulator != nil, setup.Sandbox != nil)
+	if client := bot.NewSlack(cfg, bot.NewMetrics(prometheus.NewRegistry())); client == nil {
+		t.Fatal("no Slack client")
 	}
 	h := newHarness(t) // a production-mode service over the emulator's API, without Deps.Sandbox
 	for _, path := range []string{"/sandbox/", "/sandbox/inbox", "/sandbox/api/state"} {

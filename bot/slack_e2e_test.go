@@ -13,7 +13,7 @@ import (
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/aah/schema"
 	"github.com/approvalbot/approvalbot/blocks"
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 )
 
 // postAndWait submits a request and waits until its message is in Slack.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 	"github.com/approvalbot/approvalbot/store/redistest"
 	"github.com/slack-go/slack"
 )

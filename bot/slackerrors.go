@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
 )
@@ -27,9 +28,9 @@ var permanentSlackErrors = map[string]bool{
 }
 
 // classifySlack sorts a failed Slack call, with no side effects:
-//   - a 429 with Retry-After: a *RetryError after it, not counted as a failed
+//   - a 429 with Retry-After: a *jobs.RetryError after it, not counted as a failed
 //     attempt (Free);
-//   - a 429 without it (a proxy's): a *RetryError after hold, counted, so a
+//   - a 429 without it (a proxy's): a *jobs.RetryError after hold, counted, so a
 //     proxy that keeps answering 429 ends in the dead-letter list;
 //   - a Slack error code for which refused(code) is true: that code, and no
 //     retry;
@@ -40,9 +41,9 @@ func classifySlack(err error, hold time.Duration, refused func(code string) bool
 	var apiErr slack.SlackErrorResponse
 	switch {
 	case errors.As(err, &rate):
-		return "", &RetryError{After: max(rate.RetryAfter, time.Second), Free: true, Reason: "Slack answered 429"}
+		return "", &jobs.RetryError{After: max(rate.RetryAfter, time.Second), Free: true, Reason: "Slack answered 429"}
 	case errors.As(err, &status) && status.Code == http.StatusTooManyRequests:
-		return "", &RetryError{After: hold, Reason: "Slack answered 429 without Retry-After"}
+		return "", &jobs.RetryError{After: hold, Reason: "Slack answered 429 without Retry-After"}
 	case errors.As(err, &apiErr) && refused(apiErr.Err):
 		return apiErr.Err, nil
 	}
@@ -57,7 +58,7 @@ func isPermanent(code string) bool { return permanentSlackErrors[code] }
 // job; anything else is recorded as the latest error and retried.
 func (p *Poster) slackFailure(ctx context.Context, rec store.Record, method string, err error) error {
 	code, retry := classifySlack(err, p.opts.RateLimitHold, isPermanent)
-	var rate *RetryError
+	var rate *jobs.RetryError
 	switch {
 	case errors.As(retry, &rate):
 		p.opts.Metrics.posts.WithLabelValues("rate_limited").Inc()

@@ -69,7 +69,7 @@ func realRedis(hooks ...redis.Hook) backend {
 	}
 }
 
-// embedded is the store local mode runs on (store.StartEmbedded), one
+// embedded is the store local mode runs on (internal/memredis), one
 // server per test, whose keys expire on the test's clock (opts.Now).
 func embedded(t *testing.T, opts store.Options) *store.Store {
 	t.Helper()

@@ -89,7 +89,7 @@ type DelivererOptions struct {
 
 // Deliverer POSTs a resolved request's response artifact to the agent's
 // handoff.response_url. It is the job handler of store.JobDeliver jobs (it
-// satisfies bot.JobHandler): each job is one attempt; a failed attempt is
+// satisfies jobs.Handler): each job is one attempt; a failed attempt is
 // recorded together with the next job, atomically, so a delivery is never
 // lost between attempts, and a crash mid-attempt leaves the job to be
 // reclaimed when its lease runs out.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/approvalbot/approvalbot/bot"
+	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/webhook"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -461,7 +461,7 @@ func TestCrashWhileHoldingTheDeliverJob(t *testing.T) {
 // countingQueue counts Claims (and signals more after each), so a test can
 // tell that a runner has swept the shards.
 type countingQueue struct {
-	bot.Queue
+	jobs.Queue
 	n    atomic.Int64
 	more chan struct{}
 }

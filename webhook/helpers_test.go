@@ -20,7 +20,7 @@ import (
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/approval"
-	"github.com/approvalbot/approvalbot/bot"
+	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
 	"github.com/approvalbot/approvalbot/webhook"
@@ -105,16 +105,16 @@ func mustNil(t *testing.T, err error) {
 
 // runner starts a job runner (a "process") with the deliverer until the test
 // ends; stop ends it early.
-func (e *env) runner(d *webhook.Deliverer, lease time.Duration) (r *bot.Runner, stop func()) {
+func (e *env) runner(d *webhook.Deliverer, lease time.Duration) (r *jobs.Runner, stop func()) {
 	e.t.Helper()
 	return e.runnerOn(e.st, d, lease, e.now)
 }
 
 // runnerOn is runner draining q, with due times on the clock now.
-func (e *env) runnerOn(q bot.Queue, d *webhook.Deliverer, lease time.Duration, now func() time.Time) (r *bot.Runner, stop func()) {
+func (e *env) runnerOn(q jobs.Queue, d *webhook.Deliverer, lease time.Duration, now func() time.Time) (r *jobs.Runner, stop func()) {
 	e.t.Helper()
-	r, err := bot.NewRunner(q, bot.RunnerOptions{
-		Handlers:     map[string]bot.JobHandler{store.JobDeliver: d, store.JobPost: noop{}, store.JobSync: noop{}},
+	r, err := jobs.NewRunner(q, jobs.Options{
+		Handlers:     map[string]jobs.Handler{store.JobDeliver: d, store.JobPost: noop{}, store.JobSync: noop{}},
 		PollInterval: 10 * time.Millisecond, Lease: lease, Now: now,
 	})
 	if err != nil {

@@ -83,7 +83,7 @@ func runCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch cmd {
 	case cmdHelp:
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage+buildNote)
 		return exitOK
 	case cmdVersion:
 		info := bot.ReadBuildInfo()

@@ -1,3 +1,5 @@
+//go:build !nolocal
+
 package main
 
 import (

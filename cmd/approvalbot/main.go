@@ -1,19 +1,15 @@
 // Command approvalbot puts humans in the loop of AI agents through Slack.
 // See the README for configuration; with none it runs locally against an
-// embedded Redis and a built-in Slack emulator.
+// embedded Redis and a built-in Slack emulator (local.go), unless it was
+// built with -tags nolocal (nolocal.go), as the release image is.
 package main
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/approvalbot/approvalbot/bot"
 	"github.com/approvalbot/approvalbot/store"
@@ -27,25 +23,33 @@ func main() {
 	os.Exit(code)
 }
 
-// run wires config → Redis → Slack client → store → service → HTTP server,
-// and shuts down gracefully when ctx ends: the listener closes, in-flight
-// requests and running jobs finish, then Redis is released.
-func run(ctx context.Context) error {
+// run wires config → logger → Redis → Slack client → store → service, and
+// runs the service until ctx ends (bot.Service.Run stops its components in
+// order). What wiring opens is pushed on a cleanup stack and released, last
+// opened first, however run ends: after Run returns, or at once when a later
+// step fails.
+func run(ctx context.Context) (err error) {
 	cfg, err := bot.LoadConfig()
 	if err != nil {
 		return err
 	}
+	if err := checkBuild(cfg); err != nil {
+		return err
+	}
 	log := bot.NewLogger(cfg, os.Stderr)
+	var opened bot.Cleanup
+	defer func() { err = errors.Join(err, opened.Unwind(context.WithoutCancel(ctx))) }()
 
-	rdb, closeRedis, err := bot.OpenRedis(ctx, cfg, log)
+	rdb, closeRedis, err := openRedis(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer closeRedis()
+	// Released last: every component Run stops may still use Redis.
+	opened.PushFunc("redis", closeRedis)
 
 	registry := prometheus.NewRegistry()
 	metrics := bot.NewMetrics(registry)
-	slackSetup, err := bot.NewSlack(cfg, metrics, log, os.Stderr)
+	client, sandbox, err := newSlack(cfg, metrics, log)
 	if err != nil {
 		return err
 	}
@@ -54,65 +58,14 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	deps := bot.Deps{Config: cfg, Store: st, Slack: slackSetup.Client, Metrics: metrics, Registry: registry, Logger: log}
-	if slackSetup.Sandbox != nil {
-		deps.Sandbox = slackSetup.Sandbox
-	}
+	deps := bot.Deps{Config: cfg, Store: st, Slack: client, Metrics: metrics, Registry: registry, Logger: log,
+		Sandbox: sandbox}
 	if cfg.SlackAppToken != "" {
-		deps.SocketMode = slackSetup.Client
+		deps.SocketMode = client
 	}
 	svc, err := bot.NewService(deps)
 	if err != nil {
 		return err
 	}
-	slackSetup.Sandbox.Attach(svc.Handler()) // no-op in production mode
-
-	ln, err := net.Listen("tcp", cfg.ListenAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
-	}
-	srv := &http.Server{
-		Handler:           svc.Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
-	build := bot.ReadBuildInfo()
-	log.InfoContext(ctx, "approvalbot listening", "addr", ln.Addr().String(), "version", build.Version, "commit", build.Commit,
-		"local_mode", cfg.LocalMode(), "embedded_redis", cfg.EmbeddedRedis(), "socket_mode", cfg.SlackAppToken != "",
-		"slack_http_endpoints", cfg.SlackSigningSecret != "")
-
-	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = svc.RunJobs(jobsCtx) })
-	// Socket Mode stops first on shutdown: the Slack calls its envelopes
-	// cause run on the pool RunJobs closes.
-	socketCtx, stopSocket := context.WithCancel(context.WithoutCancel(ctx))
-	var socketWG sync.WaitGroup
-	socketWG.Go(func() { _ = svc.RunSocketMode(socketCtx) })
-
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	select {
-	case err = <-serveErr:
-		err = fmt.Errorf("http server: %w", err)
-	case <-ctx.Done():
-		log.InfoContext(ctx, "shutting down: finishing in-flight requests and jobs", "timeout", cfg.ShutdownTimeout)
-		err = nil
-	}
-	stopSocket()
-	socketWG.Wait()
-	svc.Close() // long polls answer now instead of holding the shutdown
-	slackSetup.Sandbox.Close()
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-	defer cancel()
-	if serr := srv.Shutdown(shutdownCtx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		log.ErrorContext(ctx, "http shutdown incomplete", "err", serr)
-	}
-	stopJobs()
-	wg.Wait()
-	log.InfoContext(ctx, "approvalbot stopped")
-	return err
+	return svc.Run(ctx)
 }

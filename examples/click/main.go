@@ -31,7 +31,7 @@ import (
 
 	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/bot"
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 )
 
 func main() {

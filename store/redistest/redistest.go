@@ -5,7 +5,7 @@
 // and can run in parallel.
 //
 // When neither REDIS_URL nor a redis-server binary is available, a developer's
-// run falls back to the in-process embedded store (store.StartEmbedded, on
+// run falls back to the in-process embedded store (memredis.Start, on
 // the wall clock) and warns on stderr, so the test command works on a fresh
 // machine; under CI (CI=true) that is a failure instead: CI must prove
 // everything against real Redis.
@@ -27,7 +27,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/approvalbot/approvalbot/store"
+	"github.com/approvalbot/approvalbot/internal/memredis"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -38,7 +38,7 @@ var (
 	seq     atomic.Int64
 	kind    string // "REDIS_URL", "redis-server" or "miniredis"
 	// fallback is the embedded store used without REDIS_URL or redis-server.
-	fallback *store.Embedded
+	fallback *memredis.Server
 )
 
 // Client returns a client to the shared test Redis and a key prefix unique to
@@ -90,7 +90,7 @@ func start() {
 		}
 		fmt.Fprintln(os.Stderr, "redistest: WARNING: no REDIS_URL and no redis-server on PATH; "+
 			"using the in-process embedded store (miniredis). Install redis-server to test against real Redis as CI does.")
-		if fallback, initErr = store.StartEmbedded(nil); initErr == nil {
+		if fallback, initErr = memredis.Start(nil); initErr == nil {
 			addr, kind = "redis://"+fallback.Addr(), "miniredis"
 		}
 		return
@@ -156,13 +156,13 @@ func URL(tb testing.TB) string {
 }
 
 // Embedded starts the embedded store exactly as local mode builds it
-// (store.StartEmbedded), private to this test, whose keys expire on the clock
+// (internal/memredis), private to this test, whose keys expire on the clock
 // now (nil: time.Now; pass the fake clock the code under test uses). It
 // returns a client and a key prefix like Client, so a test can run on both
 // backends; the server stops when the test ends.
 func Embedded(tb testing.TB, now func() time.Time) (redis.UniversalClient, string) {
 	tb.Helper()
-	e, err := store.StartEmbedded(now)
+	e, err := memredis.Start(now)
 	if err != nil {
 		tb.Fatalf("redistest: %v", err)
 	}

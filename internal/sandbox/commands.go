@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 )
 
 // commandRequest is a person typing a slash command in a channel.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/approvalbot/approvalbot/bot"
 	"github.com/approvalbot/approvalbot/examples"
+	"github.com/approvalbot/approvalbot/internal/localmode"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -42,8 +43,8 @@ func chromiumPath(t *testing.T) string {
 
 // localBot runs approvalbot as `go run ./cmd/approvalbot` does with no
 // configuration (local mode, the sandbox mounted, the embedded store from
-// bot.OpenRedis), on a loopback listener. It returns the base URL.
-func localBot(t *testing.T) (string, bot.SlackSetup, *store.Store) {
+// localmode.OpenRedis), on a loopback listener. It returns the base URL.
+func localBot(t *testing.T) (string, localmode.Slack, *store.Store) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -66,11 +67,11 @@ func localBot(t *testing.T) (string, bot.SlackSetup, *store.Store) {
 	}
 	registry := prometheus.NewRegistry()
 	metrics := bot.NewMetrics(registry)
-	setup, err := bot.NewSlack(cfg, metrics, log, io.Discard)
+	setup, err := localmode.NewSlack(cfg, metrics, log, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb, closeRedis, err := bot.OpenRedis(t.Context(), cfg, log)
+	rdb, closeRedis, err := localmode.OpenRedis(t.Context(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,6 @@ func localBot(t *testing.T) (string, bot.SlackSetup, *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setup.Sandbox.Attach(svc.Handler())
 	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	jobs, stopJobs := context.WithCancel(context.Background())

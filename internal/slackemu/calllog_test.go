@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 	"github.com/slack-go/slack"
 )
 

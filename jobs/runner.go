@@ -1,4 +1,8 @@
-package bot
+// Package jobs runs approvalbot's durable jobs: a Runner drains the job
+// queue in Redis (the outbox of Slack posts, deliveries and timers), hands
+// each job to the Handler of its kind, and acks, retries or dead-letters it.
+// It knows nothing of Slack or of requests: bot registers the handlers.
+package jobs
 
 import (
 	"cmp"
@@ -21,11 +25,11 @@ type Queue interface {
 	Bury(ctx context.Context, j store.Job, reason string) error
 }
 
-// JobHandler runs one kind of job. Handle returns nil when the job is done
+// Handler runs one kind of job. Handle returns nil when the job is done
 // (including when it found nothing left to do), a *RetryError to run it again
 // at a chosen time, or any other error for a retry with backoff. Once a job
 // has failed MaxAttempts times it is dead-lettered and GaveUp is called.
-type JobHandler interface {
+type Handler interface {
 	Handle(ctx context.Context, job store.Job) error
 	GaveUp(ctx context.Context, job store.Job, err error)
 }
@@ -40,15 +44,15 @@ type RetryError struct {
 
 func (e *RetryError) Error() string { return fmt.Sprintf("retry in %s: %s", e.After, e.Reason) }
 
-// RunnerOptions configure a Runner; zero values take the defaults.
-type RunnerOptions struct {
-	Handlers     map[string]JobHandler // by job kind
-	Concurrency  int                   // jobs run at once; default 4
-	Lease        time.Duration         // how long a claim is exclusive; default 60s
-	PollInterval time.Duration         // idle poll period, jittered ±25%; default 250ms
-	MaxAttempts  int                   // before dead-lettering; default 12
-	BaseBackoff  time.Duration         // first retry delay, doubling; default 1s
-	MaxBackoff   time.Duration         // default 5m
+// Options configure a Runner; zero values take the defaults.
+type Options struct {
+	Handlers     map[string]Handler // by job kind
+	Concurrency  int                // jobs run at once; default 4
+	Lease        time.Duration      // how long a claim is exclusive; default 60s
+	PollInterval time.Duration      // idle poll period, jittered ±25%; default 250ms
+	MaxAttempts  int                // before dead-lettering; default 12
+	BaseBackoff  time.Duration      // first retry delay, doubling; default 1s
+	MaxBackoff   time.Duration      // default 5m
 	Metrics      *Metrics
 	Logger       *slog.Logger
 	// Now is the clock job due times are measured against (the store's).
@@ -61,18 +65,18 @@ type RunnerOptions struct {
 // a job is leased to one of them at a time.
 type Runner struct {
 	q    Queue
-	opts RunnerOptions
+	opts Options
 	log  *slog.Logger
 	wake chan struct{}
 }
 
 // NewRunner returns a Runner over q.
-func NewRunner(q Queue, opts RunnerOptions) (*Runner, error) {
+func NewRunner(q Queue, opts Options) (*Runner, error) {
 	if q == nil {
-		return nil, errors.New("bot: runner needs a queue")
+		return nil, errors.New("jobs: runner needs a queue")
 	}
 	if len(opts.Handlers) == 0 {
-		return nil, errors.New("bot: runner needs at least one job handler")
+		return nil, errors.New("jobs: runner needs at least one job handler")
 	}
 	opts.Concurrency = cmp.Or(opts.Concurrency, 4)
 	opts.Lease = cmp.Or(opts.Lease, 60*time.Second)
@@ -171,7 +175,7 @@ func (r *Runner) process(ctx context.Context, j store.Job) {
 	start := time.Now()
 	err := h.Handle(jobCtx, j)
 	cancel()
-	r.opts.Metrics.jobDuration.WithLabelValues(j.Kind).Observe(time.Since(start).Seconds())
+	r.opts.Metrics.duration.WithLabelValues(j.Kind).Observe(time.Since(start).Seconds())
 	// Settle even when shutting down, so the job is not left to its lease.
 	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancelSettle()

@@ -1,4 +1,9 @@
-package store
+// Package memredis is an in-process Redis (miniredis) whose keys expire on a
+// clock, for local mode (internal/localmode) and for tests
+// (store/redistest). It lives under internal/ so no production package
+// depends on miniredis: the release binary, built with -tags nolocal, has
+// none of it (see cmd/approvalbot/nolocal.go).
+package memredis
 
 import (
 	"context"
@@ -10,11 +15,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Embedded is an in-process Redis (miniredis) for local mode and tests. Left
+// Server is an in-process Redis (miniredis) for local mode and tests. Left
 // to itself miniredis never counts TTLs down, so a key set with PX or EXPIRE
 // (the channel pacing slot, Slack event de-duplication, Home-opened marks,
 // answered lists) would live forever and, for pacing, block its channel for
-// good. Embedded drives miniredis from a clock instead: before every command
+// good. Server drives miniredis from a clock instead: before every command
 // one of its clients sends, the server's time is moved to the clock's, which
 // counts every TTL down by the time elapsed and keeps TIME and (P)EXPIREAT
 // coherent with the same clock. Keys therefore expire as they would in Redis,
@@ -23,7 +28,7 @@ import (
 //
 // Only clients from Client follow the clock: a client connected to Addr by
 // other means sees the time of the last command a Client sent.
-type Embedded struct {
+type Server struct {
 	srv *miniredis.Miniredis
 	now func() time.Time
 
@@ -31,17 +36,17 @@ type Embedded struct {
 	synced time.Time // the latest time given to srv; it never goes back
 }
 
-// StartEmbedded starts an embedded Redis on a free loopback port whose keys
+// Start starts an in-process Redis on a free loopback port whose keys
 // expire on the clock now (nil means time.Now). Close stops it.
-func StartEmbedded(now func() time.Time) (*Embedded, error) {
+func Start(now func() time.Time) (*Server, error) {
 	if now == nil {
 		now = time.Now
 	}
 	srv := miniredis.NewMiniRedis()
 	if err := srv.Start(); err != nil {
-		return nil, fmt.Errorf("store: start embedded redis: %w", err)
+		return nil, fmt.Errorf("memredis: start embedded redis: %w", err)
 	}
-	e := &Embedded{srv: srv, now: now, synced: now().Truncate(time.Millisecond)}
+	e := &Server{srv: srv, now: now, synced: now().Truncate(time.Millisecond)}
 	srv.SetTime(e.synced)
 	// From here on each command advances TTLs by the server time elapsed
 	// since the previous one; sync sets that time.
@@ -49,26 +54,26 @@ func StartEmbedded(now func() time.Time) (*Embedded, error) {
 	return e, nil
 }
 
-// Addr is the host:port the embedded server listens on.
-func (e *Embedded) Addr() string { return e.srv.Addr() }
+// Addr is the host:port the server listens on.
+func (e *Server) Addr() string { return e.srv.Addr() }
 
 // Client returns a new client of the embedded server that moves the
 // server's time to the clock before each command and pipeline. The caller
 // closes it (before Close).
-func (e *Embedded) Client() *redis.Client {
+func (e *Server) Client() *redis.Client {
 	rdb := redis.NewClient(&redis.Options{Addr: e.srv.Addr()})
 	rdb.AddHook(clockHook{e})
 	return rdb
 }
 
 // Close stops the embedded server; everything in it is lost.
-func (e *Embedded) Close() { e.srv.Close() }
+func (e *Server) Close() { e.srv.Close() }
 
 // sync gives the server the clock's time, whole milliseconds (Redis's TTL
 // resolution: commands within one millisecond cost no TTL sweep), never
 // going back: two commands racing may read the clock in one order and get
 // here in the other, and a step back would count the same interval twice.
-func (e *Embedded) sync() {
+func (e *Server) sync() {
 	t := e.now().Truncate(time.Millisecond)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -79,7 +84,7 @@ func (e *Embedded) sync() {
 }
 
 // clockHook syncs the embedded server's time before every command.
-type clockHook struct{ e *Embedded }
+type clockHook struct{ e *Server }
 
 func (h clockHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 

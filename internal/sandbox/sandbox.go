@@ -3,7 +3,7 @@
 // watched and tried without a Slack app.
 //
 // The page (embedded, plain HTML/CSS/JS, no network) shows what the Slack
-// Web API emulator (bot/slackemu) holds: channels and DMs with every
+// Web API emulator (internal/slackemu) holds: channels and DMs with every
 // message the bot posted or updated, ephemeral messages, the App Home tab
 // and open modals, from the point of view of the member the visitor acts
 // as. Acting on a control sends what Slack would send: a v0-signed
@@ -31,7 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 

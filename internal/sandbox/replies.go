@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 )
 
 // Slack lets an app use a response_url up to five times within 30 minutes.

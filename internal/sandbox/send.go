@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 )
 
 // ack is the bot's answer to one request, or the reason Slack would have

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 	"github.com/slack-go/slack"
 )
 

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 )
 
 // view is the page's picture of the workspace for one member.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/approvalbot/approvalbot/bot/sandbox"
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/sandbox"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 	"github.com/slack-go/slack"
 )
 

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/approvalbot/approvalbot/bot/slackemu"
+	"github.com/approvalbot/approvalbot/internal/slackemu"
 )
 
 // actRequest is a person using a control in the page.
