@@ -241,11 +241,14 @@ func (d *Deliverer) settle(res attemptResult, n int, a *store.DeliveryAttempt) (
 	case n > len(d.schedule):
 		return store.DeliveryDead, "dead"
 	}
-	delay := jitter(d.schedule[n-1])
-	if ra, ok := parseRetryAfter(res.retryAfter, res.at); ok && ra > delay {
-		delay = ra
+	next := res.at.Add(jitter(d.schedule[n-1]))
+	// Retry-After counts from when the answer arrived, not from when the
+	// attempt began: a slow 429 must not shorten the wait it asked for.
+	answered := res.at.Add(res.duration)
+	if ra, ok := parseRetryAfter(res.retryAfter, answered); ok && answered.Add(ra).After(next) {
+		next = answered.Add(ra)
 	}
-	next := res.at.Add(delay).UTC()
+	next = next.UTC()
 	a.NextAttemptAt = &next
 	if res.refused {
 		return store.DeliveryRetrying, "refused"

@@ -254,6 +254,22 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	}
 }
 
+// Retry-After counts from the answer, so an agent that took 700 ms to say
+// "429, Retry-After: 1" is not asked again 300 ms later.
+func TestRetryAfterCountsFromTheAnswer(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 2, 16, 10, 0, 0, 0, time.UTC)
+	got := webhook.NextAttemptAfter429(time.Millisecond, start, 700*time.Millisecond, "1")
+	if want := start.Add(1700 * time.Millisecond); got.Before(want) {
+		t.Errorf("next attempt at +%s, want ≥ +%s (answer at +700ms, Retry-After: 1)", got.Sub(start), want.Sub(start))
+	}
+	// A schedule step longer than Retry-After still governs.
+	got = webhook.NextAttemptAfter429(time.Minute, start, 700*time.Millisecond, "1")
+	if got.Sub(start) < 50*time.Second {
+		t.Errorf("next attempt at +%s, want the schedule's minute (jittered)", got.Sub(start))
+	}
+}
+
 func TestParseRetryAfter(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 2, 16, 10, 0, 0, 0, time.UTC)
