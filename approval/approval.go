@@ -10,10 +10,14 @@ import (
 	"github.com/approvalbot/approvalbot/store"
 )
 
-// Storage is what the core needs of the store: read a request, and change
-// it in one optimistic transaction. *store.Store implements it; the
+// Storage is what the core needs of the store: create a request, read it,
+// and change it in one optimistic transaction. *store.Store implements it; the
 // core's tests use a fake in memory (store.Change.Apply).
 type Storage interface {
+	// Create stores a new request with its post job and timers, atomically;
+	// created is false for an identical resubmission, store.ErrConflict for
+	// a different body under a stored id.
+	Create(ctx context.Context, n store.NewRequest) (rec store.Record, created bool, err error)
 	Get(ctx context.Context, id string) (store.Record, error)
 	// Update reads the request, lets decide say what changes, and writes
 	// the change atomically, running decide again when the request (or its
@@ -32,6 +36,9 @@ type Core struct {
 	now    func() time.Time
 	dir    Directory
 	policy Policy
+	// reminders and timerKinds decide a new request's timers (Timers).
+	reminders  aah.ReminderPlan
+	timerKinds map[string]bool
 }
 
 // Options configure a Core.
@@ -44,6 +51,12 @@ type Options struct {
 	Directory Directory
 	// Policy is the workspace-wide authorization configuration.
 	Policy Policy
+	// Reminders is the reminder schedule of requests that set none
+	// (extensions.slack.reminders); Max 0 sends none.
+	Reminders aah.ReminderPlan
+	// TimerKinds are the timer job kinds the job runner handles
+	// (store.JobExpire, JobEscalate, JobRemind): new requests get only those.
+	TimerKinds map[string]bool
 }
 
 // New returns the core over st.
@@ -51,7 +64,8 @@ func New(st Storage, opts Options) *Core {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Core{store: st, now: opts.Now, dir: opts.Directory, policy: opts.Policy}
+	return &Core{store: st, now: opts.Now, dir: opts.Directory, policy: opts.Policy,
+		reminders: opts.Reminders, timerKinds: opts.TimerKinds}
 }
 
 // Refusal is an action that changed nothing, with the reason to show the

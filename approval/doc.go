@@ -10,6 +10,7 @@
 //
 // The lifecycle:
 //
+//	submission ──create──▶ pending (or refused by the workspace's policy)
 //	pending ──answer──▶ partial ──submit / last answer──▶ resolved
 //	   │                   │
 //	   └──escalate──▶ escalated (still open: answers and submit as above)
@@ -18,6 +19,8 @@
 // Where each transition and rule lives:
 //
 //	transition or rule                        file            function
+//	submission → pending (the policy floor,   create.go       Core.Create, SignOffFloor
+//	  someone to decide, its timers)
 //	who may act (reviewers, groups, roles,    authorize.go    Core.authorize, Policy
 //	  admins, escalation targets)
 //	sign-off: quorum, roles, veto,            signoff.go      grant.answer, grant.mayDecide

@@ -22,6 +22,7 @@ type fakeStore struct {
 	audit     []store.AuditEvent
 	jobs      []store.JobAt
 	cancelled []string
+	created   []store.NewRequest // what Create was given
 }
 
 func newFakeStore(recs ...store.Record) *fakeStore {
@@ -76,6 +77,27 @@ func (f *fakeStore) events(name string) []store.AuditEvent {
 		}
 	}
 	return out
+}
+
+// Create stores a new pending request, as the store's Create does: an
+// identical resubmission is not created again, a different body under the
+// same id is store.ErrConflict.
+func (f *fakeStore) Create(_ context.Context, n store.NewRequest) (store.Record, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if rec, ok := f.recs[n.ID]; ok {
+		if rec.BodyHash != n.BodyHash {
+			return store.Record{}, false, store.ErrConflict
+		}
+		return rec, false, nil
+	}
+	rec := store.Record{ID: n.ID, Agent: n.Agent, Status: aah.StatusPending, Document: n.Document, BodyHash: n.BodyHash,
+		Channel: n.Channel, ResponseURL: n.ResponseURL, Version: 1, ReceivedAt: t0, UpdatedAt: t0}
+	f.recs[n.ID] = rec
+	f.commits++
+	f.jobs = append(f.jobs, n.Timers...)
+	f.created = append(f.created, n)
+	return rec, true, nil
 }
 
 var _ Storage = (*fakeStore)(nil)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/bot"
 	"github.com/approvalbot/approvalbot/internal/slackemu"
@@ -66,7 +67,7 @@ func TestRequestCannotLowerTheWorkspacesBar(t *testing.T) {
 	h.startJobs()
 	attack := map[string]any{"reviewers": []any{requester.id}, "requested_by": requester.id,
 		"quorum": 1, "allow_self_approval": true, "require_reason": false}
-	refusedAtIntake(t, h, approvalRequest(t, "attack", attack), "attack", webhook.RulePolicyFloor, map[string]string{
+	refusedAtIntake(t, h, approvalRequest(t, "attack", attack), "attack", approval.RulePolicyFloor, map[string]string{
 		"extensions.slack.quorum":              "1 is below the workspace's APPROVAL_QUORUM=2",
 		"extensions.slack.allow_self_approval": "ALLOW_SELF_APPROVAL=false",
 		"extensions.slack.require_reason":      "REQUIRE_REASON=true",
@@ -131,7 +132,7 @@ func TestUnnamedRequestNeedsSomeoneToDecide(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *configT, _ *depsT) { c.DefaultReviewers = nil })
 	h.startJobs()
-	refusedAtIntake(t, h, approvalRequest(t, "unnamed", map[string]any{}), "unnamed", webhook.RuleNoDeciders, map[string]string{
+	refusedAtIntake(t, h, approvalRequest(t, "unnamed", map[string]any{}), "unnamed", approval.RuleNoDeciders, map[string]string{
 		"extensions.slack.reviewers": "ask the operator to set DEFAULT_REVIEWERS"})
 	h.postAndWait(approvalRequest(t, "named", map[string]any{"reviewers": []any{alice.id}}))
 

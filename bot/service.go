@@ -99,7 +99,10 @@ func NewService(d Deps) (*Service, error) {
 	}
 	// One directory: the poster's lookups warm the cache authorization reads.
 	directory := NewDirectory(d.Slack, cfg.DirectoryCacheTTL, d.Registry)
-	decider := approval.New(d.Store, approval.Options{Now: d.Now, Policy: cfg.Policy(), Directory: directory})
+	decider := approval.New(d.Store, approval.Options{Now: d.Now, Policy: cfg.Policy(), Directory: directory,
+		Reminders: aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax},
+		// The timer kinds this service registers a job handler for, below.
+		TimerKinds: map[string]bool{store.JobExpire: true, store.JobEscalate: true, store.JobRemind: true}})
 	poster, err := NewPoster(PosterOptions{
 		Slack: d.Slack, Records: d.Store, PostInterval: cfg.SlackPostInterval, RateLimitHold: d.RateLimitHold,
 		Lease: cfg.JobLease, Now: d.Now,
@@ -166,11 +169,8 @@ func NewService(d Deps) (*Service, error) {
 		Waiters: webhook.NewWaiters(d.Store.SubscribeChanges(changesCtx)),
 		Store:   d.Store, Lifecycle: decider, Tokens: cfg.Tokens(), AllowAnonymous: cfg.LocalMode(),
 		DefaultChannel: cfg.SlackDefaultChannel, MaxBodyBytes: cfg.IntakeMaxBodyBytes, Now: d.Now,
-		Reminders:              aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax},
-		TimerKinds:             kinds(jobHandlers),
-		AllowInsecureCallbacks: cfg.CallbackAllowPrivate, Jobs: runner, Defaults: cfg.Policy().Defaults,
-		DecidesUnnamed: cfg.Policy().DecidesUnnamed(),
-		Metrics:        webhook.NewMetrics(d.Registry), Logger: d.Logger.With("component", "intake"),
+		AllowInsecureCallbacks: cfg.CallbackAllowPrivate, Jobs: runner,
+		Metrics: webhook.NewMetrics(d.Registry), Logger: d.Logger.With("component", "intake"),
 	})
 	if err != nil {
 		stopChanges()
@@ -297,12 +297,4 @@ func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
-}
-
-func kinds(handlers map[string]jobs.Handler) map[string]bool {
-	out := make(map[string]bool, len(handlers))
-	for k := range handlers {
-		out[k] = true
-	}
-	return out
 }

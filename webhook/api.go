@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 )
 
 // Store is the state the API needs; *store.Store implements it.
 type Store interface {
-	Create(ctx context.Context, n store.NewRequest) (store.Record, bool, error)
 	Get(ctx context.Context, id string) (store.Record, error)
 	List(ctx context.Context, q store.ListQuery) (store.Page, error)
 	Deliveries(ctx context.Context, id string) ([]store.DeliveryAttempt, error)
@@ -31,6 +31,13 @@ type Store interface {
 // Lifecycle applies the agent's transitions to a request; *approval.Core
 // implements it.
 type Lifecycle interface {
+	// Create makes a submission a pending request (created false: the
+	// identical one was stored before), or refuses it by the workspace's
+	// policy (*approval.PolicyRefusal, nothing stored).
+	Create(ctx context.Context, s approval.Submission) (rec store.Record, created bool, err error)
+	// SignOffFloor is the sign-off rules a request from agent is held to;
+	// intake checks a request's quorum can be met under them.
+	SignOffFloor(agent string) aah.Defaults
 	// Withdraw closes an open request for its agent; store.ErrNotOpen (with
 	// the record) when it is closed already.
 	Withdraw(ctx context.Context, id string) (store.Record, error)
@@ -42,7 +49,7 @@ const DefaultMaxBodyBytes = 1 << 20
 // Options configure the API.
 type Options struct {
 	Store Store
-	// Lifecycle withdraws requests (DELETE); required.
+	// Lifecycle creates and withdraws requests; required.
 	Lifecycle Lifecycle
 	Tokens    Tokens
 	// AllowAnonymous accepts requests without a token when no tokens are
@@ -54,22 +61,6 @@ type Options struct {
 	MaxBodyBytes int64
 	// AllowInsecureCallbacks accepts http:// and private response URLs.
 	AllowInsecureCallbacks bool
-	// Defaults are the workspace's sign-off rules: intake refuses a request
-	// that sets them looser (unless its agent is one of
-	// Defaults.OverrideAgents), or whose quorum its named people could
-	// never meet.
-	Defaults aah.Defaults
-	// DecidesUnnamed says the workspace names who decides requests that
-	// name nobody (DEFAULT_REVIEWERS, DEFAULT_REVIEWER_GROUPS or
-	// ADMIN_USERS). Without it such requests are refused: nobody named
-	// never means anyone.
-	DecidesUnnamed bool
-	// Reminders is the reminder schedule of requests that do not set their
-	// own (extensions.slack.reminders); Max 0 sends none.
-	Reminders aah.ReminderPlan
-	// TimerKinds are the timer job kinds the job runner handles
-	// (store.JobExpire, JobEscalate, JobRemind); intake schedules only those.
-	TimerKinds map[string]bool
 	// Jobs is told when new work is queued, so a local worker starts at once.
 	Jobs interface{ Wake() }
 	// Waiters wakes long polls (GET /v1/requests/{id}?wait=30s) when their

@@ -11,16 +11,19 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 )
 
-// memStore is the smallest Store: validate never calls it, the API needs one.
+// memStore is the smallest Store and Lifecycle: validate never calls them,
+// the API needs them.
 type memStore struct{}
 
-func (memStore) Create(_ context.Context, n store.NewRequest) (store.Record, bool, error) {
-	return store.Record{ID: n.ID, Agent: n.Agent, Status: aah.StatusPending, Document: n.Document,
+func (memStore) Create(_ context.Context, n approval.Submission) (store.Record, bool, error) {
+	return store.Record{ID: n.Request.Artifact.ID, Agent: n.Agent, Status: aah.StatusPending, Document: n.Document,
 		BodyHash: n.BodyHash, Channel: n.Channel}, true, nil
 }
+func (memStore) SignOffFloor(string) aah.Defaults { return aah.Defaults{} }
 func (memStore) Get(context.Context, string) (store.Record, error) {
 	return store.Record{}, store.ErrNotFound
 }

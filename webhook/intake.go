@@ -11,7 +11,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -65,21 +64,15 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		writeError(w, http.StatusBadRequest, invalidMessage(probs), probs...)
 		return
 	}
-	if rule, probs := a.policyProblems(req, agent); len(probs) > 0 {
-		a.refuseByPolicy(ctx, w, r, raw, agent, rule, probs)
+	rec, created, err := a.opts.Lifecycle.Create(ctx, approval.Submission{
+		Request: req, Agent: agent, Document: doc, BodyHash: hash,
+		Channel: cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
+	})
+	var refused *approval.PolicyRefusal
+	if errors.As(err, &refused) {
+		a.refuseByPolicy(ctx, w, r, raw, agent, refused)
 		return
 	}
-	rec, created, err := a.opts.Store.Create(ctx, store.NewRequest{
-		ID:          req.Artifact.ID,
-		Agent:       agent,
-		Document:    doc,
-		BodyHash:    hash,
-		Channel:     cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
-		ResponseURL: req.CallbackURL(), // "" under expects_response: false
-		Timers:      approval.Timers(req, a.opts.Now(), a.opts.Reminders, a.opts.TimerKinds),
-		Reviewers:   slackUserIDs(req.Slack.Reviewers, req.Slack.RequiredRoles),
-		Deadline:    req.EffectiveDeadline(),
-	})
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		a.opts.Metrics.intake("conflict")
@@ -111,7 +104,7 @@ func (a *API) validate(raw []byte, agent string) (req *aah.Request, doc json.Raw
 	tree, err := aah.Decode(raw)
 	if err == nil {
 		req, err = aah.ParseDecoded(tree, aah.ParseOptions{Now: a.opts.Now(), AllowInsecureCallbacks: a.opts.AllowInsecureCallbacks,
-			Defaults: a.opts.Defaults.For(agent)})
+			Defaults: a.opts.Lifecycle.SignOffFloor(agent)})
 	}
 	var verr *aah.ValidationError
 	if errors.As(err, &verr) {
@@ -204,28 +197,4 @@ func canonicalHash(tree any) string {
 	canonical, _ := json.Marshal(tree)
 	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:])
-}
-
-// slackUserIDs keeps the reviewers named by Slack user id; emails are
-// indexed once the poster resolves them (store.SetMentions).
-// slackUserIDs are the people named by Slack user id as reviewers or role
-// members: the request is filed under them in the reviewer index
-// ("/approvals mine", the Home tab). People named by email and members of
-// user groups are added when the message is posted (bot.Poster).
-func slackUserIDs(reviewers []string, roles []aah.Role) []string {
-	var out []string
-	add := func(r string) {
-		if aah.IsSlackUserID(r) && !slices.Contains(out, r) {
-			out = append(out, r)
-		}
-	}
-	for _, r := range reviewers {
-		add(r)
-	}
-	for _, role := range roles {
-		for _, m := range role.Members {
-			add(m)
-		}
-	}
-	return out
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/webhook"
 )
@@ -74,31 +75,35 @@ func TestIntakePolicy(t *testing.T) {
 		rule           string            // the audited rule of a refusal
 		fields         map[string]string // field -> part of its message
 	}{
-		{"quorum below the floor", strict, true, tokenPM, with("quorum", 1), 400, webhook.RulePolicyFloor,
+		{"quorum below the floor", strict, true, tokenPM, with("quorum", 1), 400, approval.RulePolicyFloor,
 			map[string]string{"extensions.slack.quorum": "1 is below the workspace's APPROVAL_QUORUM=2"}},
-		{"self-approval where forbidden", strict, true, tokenPM, with("allow_self_approval", true), 400, webhook.RulePolicyFloor,
+		{"self-approval where forbidden", strict, true, tokenPM, with("allow_self_approval", true), 400, approval.RulePolicyFloor,
 			map[string]string{"extensions.slack.allow_self_approval": "true is looser than the workspace's ALLOW_SELF_APPROVAL=false"}},
-		{"no reason where required", strict, true, tokenPM, with("require_reason", false), 400, webhook.RulePolicyFloor,
+		{"no reason where required", strict, true, tokenPM, with("require_reason", false), 400, approval.RulePolicyFloor,
 			map[string]string{"extensions.slack.require_reason": `REQUIRE_REASON=true: a request may tighten the workspace's rules, not loosen them (unless the operator lists agent "pm" in POLICY_OVERRIDE_AGENTS)`}},
 		{"the granted agent may loosen", strict, true, tokenOther, with("quorum", 1, "allow_self_approval", true, "require_reason", false), 202, "", nil},
 		{"tightening", aah.Defaults{}, true, tokenPM, with("quorum", 3, "require_reason", true, "allow_self_approval", false), 202, "", nil},
 		{"restating the floor", strict, true, tokenPM, with("quorum", 2, "require_reason", true), 202, "", nil},
 		{"self-approval where allowed", aah.Defaults{AllowSelfApproval: true}, true, tokenPM, with("allow_self_approval", true), 202, "", nil},
-		{"unnamed, nobody configured", aah.Defaults{}, false, tokenPM, nil, 400, webhook.RuleNoDeciders,
+		{"unnamed, nobody configured", aah.Defaults{}, false, tokenPM, nil, 400, approval.RuleNoDeciders,
 			map[string]string{"extensions.slack.reviewers": "ask the operator to set DEFAULT_REVIEWERS"}},
 		{"unnamed, someone configured", aah.Defaults{}, true, tokenPM, nil, 202, "", nil},
 		{"named, nobody configured", aah.Defaults{}, false, tokenPM, named, 202, "", nil},
-		{"escalation only is not named", aah.Defaults{}, false, tokenPM, map[string]any{"channel": "#approvals"}, 400, webhook.RuleNoDeciders,
+		{"escalation only is not named", aah.Defaults{}, false, tokenPM, map[string]any{"channel": "#approvals"}, 400, approval.RuleNoDeciders,
 			map[string]string{"extensions.slack.reviewers": "names nobody who may decide it"}},
 		{"both kinds at once", aah.Defaults{RequireReason: true}, false, tokenPM, map[string]any{"require_reason": false}, 400,
-			webhook.RulePolicyFloor, map[string]string{"extensions.slack.require_reason": "REQUIRE_REASON=true",
+			approval.RulePolicyFloor, map[string]string{"extensions.slack.require_reason": "REQUIRE_REASON=true",
 				"extensions.slack.reviewers": "DEFAULT_REVIEWERS"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			a := e.api(func(o *webhook.Options) {
-				o.Defaults, o.DecidesUnnamed = tc.defaults, tc.decidesUnnamed
+				policy := approval.Policy{Defaults: tc.defaults}
+				if tc.decidesUnnamed {
+					policy.Reviewers = []string{"U0LEAD"}
+				}
+				o.Lifecycle = approval.New(e.st, approval.Options{Now: e.now, Policy: policy})
 				o.Now = func() time.Time { return seedAt }
 			})
 			r := a.submit(tc.token, seedWith(t, "policy-1", tc.slack))
