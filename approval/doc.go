@@ -1,12 +1,12 @@
 // Package approval is approvalbot's core: it owns the lifecycle of a
 // decision request, every rule about it, and every change of its state.
 // Everything else is an adapter around it: Slack's clicks and modals
-// (handlers), the agent API (webhook), the timers and Slack-outbound jobs
-// (bot), and the store (store), which it reaches through the narrow
-// Storage interface. Each transition is one optimistic transaction
-// (Storage.Update): what it writes (the status, answers, audit entries,
-// the response and its delivery, jobs to schedule or cancel) is written
-// together or not at all, so repeats and races are harmless.
+// (handlers), the agent API (webhook), the deadline job (bot), the
+// Slack-outbound jobs (slackout), and the store (store), which it reaches
+// through the narrow Storage interface. Each transition is one optimistic
+// transaction (Storage.Update): what it writes (the status, answers, audit
+// entries, the response and its delivery, jobs to schedule or cancel) is
+// written together or not at all, so repeats and races are harmless.
 //
 // The lifecycle:
 //

@@ -47,7 +47,7 @@ type Config struct {
 	CallbackSecret       string `envconfig:"CALLBACK_SECRET"`
 	AuditKey             string `envconfig:"AUDIT_KEY"`
 
-	// Who may decide, workspace-wide (see bot/authz.go and the README).
+	// Who may decide, workspace-wide (see bot/config_policy.go and the README).
 	AdminUsers            []string      `envconfig:"ADMIN_USERS"`
 	DefaultReviewers      []string      `envconfig:"DEFAULT_REVIEWERS"`
 	DefaultReviewerGroups []string      `envconfig:"DEFAULT_REVIEWER_GROUPS"`

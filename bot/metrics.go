@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/jobs"
+	"github.com/approvalbot/approvalbot/slackout"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -17,25 +18,18 @@ import (
 type Metrics struct {
 	// Jobs are the job runner's (jobs.Options.Metrics), registered with
 	// the rest.
-	Jobs     *jobs.Metrics
-	posts    *prometheus.CounterVec
-	updates  *prometheus.CounterVec
+	Jobs *jobs.Metrics
+	// Outbound are the Slack posts' and updates' (slackout.Options.Metrics),
+	// registered with the rest.
+	Outbound *slackout.Metrics
 	slackAPI *prometheus.HistogramVec
 }
 
 // NewMetrics registers the bot's metrics with reg (nil: unregistered, for tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		Jobs: jobs.NewMetrics(reg),
-		posts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "approvalbot_slack_posts_total",
-			Help: "Attempts to post a request's message, by outcome: posted, paced (waited for the channel's " +
-				"pacing slot), rate_limited (Slack answered 429), retry (transient failure), failed (permanent), skipped.",
-		}, []string{"outcome"}),
-		updates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "approvalbot_slack_updates_total",
-			Help: "Attempts to update a posted message (chat.update), by outcome.",
-		}, []string{"outcome"}),
+		Jobs:     jobs.NewMetrics(reg),
+		Outbound: slackout.NewMetrics(reg),
 		slackAPI: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "approvalbot_slack_api_duration_seconds",
 			Help:    "Slack Web API call latency, by method and HTTP status (\"error\" when no response arrived).",
@@ -43,7 +37,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"method", "status"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.posts, m.updates, m.slackAPI, buildInfoGauge(ReadBuildInfo()))
+		reg.MustRegister(m.slackAPI, buildInfoGauge(ReadBuildInfo()))
 	}
 	return m
 }

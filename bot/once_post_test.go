@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/approvalbot/approvalbot/bot"
 	"github.com/approvalbot/approvalbot/internal/slackemu"
 	"github.com/approvalbot/approvalbot/jobs"
+	"github.com/approvalbot/approvalbot/slackout"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
 )
@@ -39,14 +39,14 @@ func (g gatedSlack) PostMessageContext(ctx context.Context, channel string, opts
 	return g.Client.PostMessageContext(ctx, channel, opts...)
 }
 
-// newWorker is one worker's poster over h's Redis and emulator.
-func (h *harness) newWorker(api bot.SlackAPI, records bot.Records, lease time.Duration) jobs.Handler {
+// newWorker is one worker's post job over h's Redis and emulator.
+func (h *harness) newWorker(api slackout.SlackAPI, records slackout.Store, lease time.Duration) jobs.Handler {
 	h.t.Helper()
-	p, err := bot.NewPoster(bot.PosterOptions{Slack: api, Records: records, PostInterval: time.Millisecond, Lease: lease})
+	handlers, err := slackout.Handlers(slackout.Options{Slack: api, Store: records, PostInterval: time.Millisecond, Lease: lease})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return p.Handlers()[store.JobPost]
+	return handlers[store.JobPost]
 }
 
 func (h *harness) slackClient() *slack.Client {
@@ -95,7 +95,7 @@ func TestPostCrashAfterSlackAcceptedIsNotRepeated(t *testing.T) {
 // raceTwoWorkers runs a post whose first worker is stuck in its Slack call
 // until a second worker (the lease ran out) posted and recorded its own;
 // then the first one's call completes. first records through firstRecords.
-func raceTwoWorkers(t *testing.T, h *harness, firstRecords bot.Records) (id string, firstErr error) {
+func raceTwoWorkers(t *testing.T, h *harness, firstRecords slackout.Store) (id string, firstErr error) {
 	t.Helper()
 	id = h.accept(example(t))
 	job := store.Job{ID: store.JobID(store.JobPost, id), Kind: store.JobPost, RequestID: id, Attempt: 1}

@@ -1,5 +1,6 @@
 // Package bot is approvalbot's service: it wires the intake API, the Redis
-// store and the Slack poster together, drains the outbox with a job runner
+// store, Slack's inbound requests (package handlers) and the jobs that send
+// to Slack (package slackout) together, drains the outbox with a job runner
 // (package jobs), and serves HTTP; Run owns the lifecycle of all of it.
 // cmd/approvalbot only reads configuration, opens what the service needs and
 // calls Run.
@@ -17,6 +18,7 @@ import (
 	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/handlers"
 	"github.com/approvalbot/approvalbot/jobs"
+	"github.com/approvalbot/approvalbot/slackout"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/webhook"
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,9 +34,8 @@ type Deps struct {
 	// follow requests as they are created, escalated and closed.
 	Store *store.Store
 	Slack interface {
-		SlackAPI
+		slackout.SlackAPI
 		handlers.SlackAPI
-		TimerSlackAPI
 		DirectoryAPI
 		AuthTester
 	}
@@ -99,19 +100,11 @@ func NewService(d Deps) (*Service, error) {
 	}
 	// One directory: the poster's lookups warm the cache authorization reads.
 	directory := NewDirectory(d.Slack, cfg.DirectoryCacheTTL, d.Registry)
+	reminders := aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax}
 	decider := approval.New(d.Store, approval.Options{Now: d.Now, Policy: cfg.Policy(), Directory: directory,
-		Reminders: aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax},
+		Reminders: reminders,
 		// The timer kinds this service registers a job handler for, below.
 		TimerKinds: map[string]bool{store.JobExpire: true, store.JobEscalate: true, store.JobRemind: true}})
-	poster, err := NewPoster(PosterOptions{
-		Slack: d.Slack, Records: d.Store, PostInterval: cfg.SlackPostInterval, RateLimitHold: d.RateLimitHold,
-		Lease: cfg.JobLease, Now: d.Now,
-		Metrics: d.Metrics, Logger: d.Logger.With("component", "poster"), Defaults: cfg.Policy().Defaults,
-		People: directory,
-	})
-	if err != nil {
-		return nil, err
-	}
 	deliverer, err := webhook.NewDeliverer(webhook.DelivererOptions{
 		Store: d.Store, Secret: cfg.CallbackSecret, AllowPrivate: cfg.CallbackAllowPrivate,
 		Registerer: d.Registry, Logger: d.Logger.With("component", "delivery"),
@@ -119,16 +112,6 @@ func NewService(d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobHandlers := poster.Handlers()
-	jobHandlers[store.JobDeliver] = deliverer
-	jobHandlers[store.JobSweep] = sweepJob{store: d.Store, slack: d.Slack, log: d.Logger.With("component", "sweep")}
-	jobHandlers[store.JobExpire] = deadlineJob{decider: decider, log: d.Logger.With("component", "deadline")}
-	timers := timerDeps{store: d.Store, core: decider, dir: directory, slack: d.Slack, now: d.Now, rateLimitHold: poster.opts.RateLimitHold,
-		defaults: cfg.Policy().Defaults, lease: poster.opts.Lease}
-	jobHandlers[store.JobRemind] = reminderJob{timerDeps: timers.with(d.Logger, "reminders"),
-		plan: aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax}}
-	jobHandlers[store.JobEscalate] = escalationJob{timers.with(d.Logger, "escalation")}
-	jobHandlers[store.JobCopies] = copiesJob{timers.with(d.Logger, "copies")}
 	// The runner is built once the home job has the Slack handlers it uses;
 	// the handlers wake it through this variable.
 	var runner *jobs.Runner
@@ -142,9 +125,19 @@ func NewService(d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobHandlers[store.JobHome] = homeJob{store: d.Store, log: d.Logger.With("component", "home")}
-	jobHandlers[store.JobHomePublish] = homePublishJob{store: d.Store, homes: slackHandlers,
-		rateLimitHold: poster.opts.RateLimitHold, log: d.Logger.With("component", "home")}
+	// Everything sent to Slack (slackout); the deadline and the agent's
+	// callback are the other jobs.
+	jobHandlers, err := slackout.Handlers(slackout.Options{
+		Slack: d.Slack, Store: d.Store, Core: decider, Directory: directory, Homes: slackHandlers,
+		PostInterval: cfg.SlackPostInterval, RateLimitHold: d.RateLimitHold, Lease: cfg.JobLease,
+		Defaults: cfg.Policy().Defaults, Reminders: reminders,
+		Now: d.Now, Metrics: d.Metrics.Outbound, Logger: d.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	jobHandlers[store.JobDeliver] = deliverer
+	jobHandlers[store.JobExpire] = deadlineJob{decider: decider, log: d.Logger.With("component", "deadline")}
 	runner, err = jobs.NewRunner(d.Store, jobs.Options{
 		Handlers: jobHandlers, Concurrency: cfg.WorkerConcurrency, Lease: cfg.JobLease,
 		MaxAttempts: cfg.JobMaxAttempts, PollInterval: cfg.JobPollInterval, Now: d.Now, Metrics: d.Metrics.Jobs, Logger: d.Logger.With("component", "runner"),

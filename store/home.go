@@ -9,27 +9,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// What the Slack Events API and the App Home tab keep in Redis. None of it
-// belongs to a request, so these keys live outside the request shards.
+// What the App Home tab keeps in Redis: who opened it lately, what each user
+// answered, and the coalesced schedule of its publishes. None of it belongs
+// to a request, so these keys live outside the request shards. Event
+// de-duplication is in events.go; the hold of views.publish after a 429 in
+// pace.go.
 
 // answeredCap bounds a user's list of recently answered requests.
 const answeredCap = 50
 
 // answeredTTL is how long an idle user's list of answered requests is kept.
 const answeredTTL = 30 * 24 * time.Hour
-
-// FirstDelivery reports whether this is the first time Slack's event eventID
-// arrives (SET NX with ttl): false for Slack's retries of it.
-func (s *Store) FirstDelivery(ctx context.Context, eventID string, ttl time.Duration) (bool, error) {
-	if eventID == "" {
-		return true, nil
-	}
-	ok, err := s.rdb.SetNX(ctx, s.keys.slackEvent(eventID), 1, ttl).Result()
-	if err != nil {
-		return false, fmt.Errorf("store: note event %s: %w", eventID, err)
-	}
-	return ok, nil
-}
 
 // NoteHomeOpened remembers for ttl that user opened approvalbot's Home tab,
 // so changes re-publish it.
@@ -150,39 +140,4 @@ func (s *Store) ScheduleHomePublish(ctx context.Context, users []string, window 
 		}
 	}
 	return nil
-}
-
-// holdMethod holds a Slack method until ARGV[1] + ARGV[2] ms, never
-// shortening a hold. The value is the hold's end (so it holds even where
-// TTLs do not count down); the TTL only cleans up.
-//
-//	KEYS[1] -> <p>:hold:<Slack method>
-//	ARGV[1] -> now, Unix ms
-//	ARGV[2] -> hold, ms
-var holdMethod = redis.NewScript(`
-local untilMs = tonumber(ARGV[1]) + tonumber(ARGV[2])
-if tonumber(redis.call('GET', KEYS[1]) or '0') < untilMs then
-  redis.call('SET', KEYS[1], untilMs, 'PX', ARGV[2])
-end
-return 0
-`)
-
-// HoldMethod stops every process calling a Slack method for at least d
-// (Slack answered 429 for it, and its limits count per app).
-func (s *Store) HoldMethod(ctx context.Context, method string, d time.Duration) error {
-	if err := holdMethod.Run(ctx, s.rdb, []string{s.keys.hold(method)}, s.nowMs(), max(d.Milliseconds(), 1)).Err(); err != nil {
-		return fmt.Errorf("store: hold %s: %w", method, err)
-	}
-	return nil
-}
-
-// MethodHeld returns how long a Slack method is still held, 0 when it is not.
-func (s *Store) MethodHeld(ctx context.Context, method string) (time.Duration, error) {
-	untilMs, err := s.rdb.Get(ctx, s.keys.hold(method)).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	} else if err != nil {
-		return 0, fmt.Errorf("store: read the hold of %s: %w", method, err)
-	}
-	return max(time.Duration(untilMs-s.nowMs())*time.Millisecond, 0), nil
 }

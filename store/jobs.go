@@ -158,23 +158,3 @@ func (s *Store) DeadJobs(ctx context.Context, shard int) ([]DeadJob, error) {
 	}
 	return out, nil
 }
-
-// TakePaceSlot reserves the right to post to channel now, spacing posts to a
-// channel by interval across every bot process. It returns 0 when the caller
-// may post, otherwise how long to wait.
-func (s *Store) TakePaceSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error) {
-	ms, err := takePaceSlot.Run(ctx, s.rdb, []string{s.keys.pace(channel)}, max(interval.Milliseconds(), 1)).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("store: take pace slot of %s: %w", channel, err)
-	}
-	return time.Duration(ms) * time.Millisecond, nil
-}
-
-// HoldChannel stops every process posting to channel for at least d (Slack
-// answered 429 for it).
-func (s *Store) HoldChannel(ctx context.Context, channel string, d time.Duration) error {
-	if err := holdPace.Run(ctx, s.rdb, []string{s.keys.pace(channel)}, max(d.Milliseconds(), 1)).Err(); err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("store: hold channel %s: %w", channel, err)
-	}
-	return nil
-}

@@ -26,7 +26,7 @@ var localOnly = []string{
 // core (approval/) is listed when it exists on this branch.
 func productionPackages(t *testing.T) []string {
 	t.Helper()
-	pkgs := []string{"bot", "handlers", "webhook", "store", "blocks", "aah", "jobs"}
+	pkgs := []string{"bot", "slackout", "handlers", "webhook", "store", "blocks", "aah", "jobs"}
 	if _, err := os.Stat(filepath.Join(repoRoot(t), "approval")); err == nil {
 		pkgs = append(pkgs, "approval")
 	}

@@ -1,7 +1,6 @@
-package bot
+package slackout
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,100 +16,13 @@ import (
 	"github.com/slack-go/slack"
 )
 
-// SlackAPI is the part of the Slack Web API the poster uses; *slack.Client
-// implements it.
-type SlackAPI interface {
-	PostMessageContext(ctx context.Context, channelID string, options ...slack.MsgOption) (string, string, error)
-	UpdateMessageContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, string, error)
-	GetPermalinkContext(ctx context.Context, params *slack.PermalinkParameters) (string, error)
-	GetUserByEmailContext(ctx context.Context, email string) (*slack.User, error)
-	MessageLookupAPI
-}
-
-// People resolves emails and user groups to Slack users; *Directory
-// implements it (sharing its cache with authorization).
-type People interface {
-	UserIDByEmail(ctx context.Context, email string) (string, error)
-	GroupMembers(ctx context.Context, groupID string) ([]string, error)
-}
-
-// Records is the request state the poster reads and writes; *store.Store
-// implements it.
-type Records interface {
-	// Load reads a request with its parsed document (store.Store.Load).
-	Load(ctx context.Context, id string) (store.Record, *aah.Request, error)
-	BeginPost(ctx context.Context, id string) (store.Attempt, error)
-	AbandonPost(ctx context.Context, id string) error
-	RecordPost(ctx context.Context, id, channel, ts string, renderedVersion int64, sweepAt time.Time) error
-	NoteChannelID(ctx context.Context, name, id string) error
-	ChannelID(ctx context.Context, name string) (string, error)
-	MarkSynced(ctx context.Context, id string, renderedVersion int64) error
-	SetPermalink(ctx context.Context, id, link string) error
-	SetMentions(ctx context.Context, id string, mentions []string, members ...string) error
-	RecordPostError(ctx context.Context, id, code string, permanent bool) error
-	TakePaceSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error)
-	HoldChannel(ctx context.Context, channel string, d time.Duration) error
-}
-
-// PosterOptions configure a Poster.
-type PosterOptions struct {
-	Slack   SlackAPI
-	Records Records
-	// PostInterval spaces posts to one channel (Slack allows about one
-	// message per second per channel). Default 1s.
-	PostInterval time.Duration
-	// RateLimitHold is how long a 429 without Retry-After holds a channel
-	// (Slack always sends Retry-After; proxies may not). Default 5s.
-	RateLimitHold time.Duration
-	// Lease is the job lease (JOB_LEASE): every attempt's Slack call has
-	// ended one lease after it began. Default 60s.
-	Lease   time.Duration
-	Metrics *Metrics
-	Logger  *slog.Logger
-	// Defaults are the workspace's sign-off rules, shown in messages (as
-	// they apply to each request's agent: Defaults.For).
-	Defaults aah.Defaults
-	// Now is the store's clock (sweeps are scheduled on it). Default time.Now.
-	Now func() time.Time
-	// People resolves the members of reviewer groups and roles, filed in
-	// the reviewer index when a request is posted; nil files only people
-	// named by user id.
-	People People
-}
-
-// Poster posts request messages and keeps them in sync with the request.
-type Poster struct {
-	opts PosterOptions
+// poster posts request messages and keeps them in sync with the request.
+type poster struct {
+	opts Options // defaulted by Handlers
 	log  *slog.Logger
 }
 
-// NewPoster returns a Poster.
-func NewPoster(opts PosterOptions) (*Poster, error) {
-	if opts.Slack == nil || opts.Records == nil {
-		return nil, errors.New("bot: poster needs a Slack client and records")
-	}
-	opts.PostInterval = cmp.Or(opts.PostInterval, time.Second)
-	opts.RateLimitHold = cmp.Or(opts.RateLimitHold, 5*time.Second)
-	opts.Lease = cmp.Or(opts.Lease, 60*time.Second)
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Metrics == nil {
-		opts.Metrics = NewMetrics(nil)
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Poster{opts: opts, log: log}, nil
-}
-
-// Handlers returns the job handlers for the runner.
-func (p *Poster) Handlers() map[string]jobs.Handler {
-	return map[string]jobs.Handler{store.JobPost: postJob{p}, store.JobSync: syncJob{p}}
-}
-
-type postJob struct{ p *Poster }
+type postJob struct{ p *poster }
 
 // Handle posts the request's message once. It finds nothing to do when the
 // message already exists or the request was withdrawn before it was posted.
@@ -124,7 +36,7 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
 		return nil
 	}
-	wait, err := p.opts.Records.TakePaceSlot(ctx, rec.Channel, p.opts.PostInterval)
+	wait, err := p.opts.Store.TakePaceSlot(ctx, rec.Channel, p.opts.PostInterval)
 	if err != nil {
 		return err
 	}
@@ -136,11 +48,11 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 	if err != nil {
 		return p.slackFailure(ctx, rec, "users.lookupByEmail", err)
 	}
-	if err := p.opts.Records.SetMentions(ctx, rec.ID, mentions, p.members(ctx, req)...); err != nil {
+	if err := p.opts.Store.SetMentions(ctx, rec.ID, mentions, p.members(ctx, req)...); err != nil {
 		return err
 	}
 	rec.Mentions = mentions
-	att, err := p.opts.Records.BeginPost(ctx, rec.ID)
+	att, err := p.opts.Store.BeginPost(ctx, rec.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	} else if err != nil {
@@ -155,7 +67,7 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 	mayHaveSent := false
 	defer func() {
 		if !mayHaveSent {
-			if err := p.opts.Records.AbandonPost(context.WithoutCancel(ctx), rec.ID); err != nil {
+			if err := p.opts.Store.AbandonPost(context.WithoutCancel(ctx), rec.ID); err != nil {
 				p.log.WarnContext(ctx, "could not uncount an attempt that sent nothing", "request_id", rec.ID, "err", err)
 			}
 		}
@@ -185,7 +97,7 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 		return p.slackFailure(ctx, rec, "chat.postMessage", err)
 	}
 	if channel != rec.Channel {
-		if err := p.opts.Records.NoteChannelID(context.WithoutCancel(ctx), rec.Channel, channel); err != nil {
+		if err := p.opts.Store.NoteChannelID(context.WithoutCancel(ctx), rec.Channel, channel); err != nil {
 			p.log.WarnContext(ctx, "could not note the channel's id", "channel", rec.Channel, "err", err)
 		}
 	}
@@ -194,7 +106,7 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 	// metadata; should another attempt have recorded its own meanwhile,
 	// this one is the duplicate.
 	recordCtx := context.WithoutCancel(ctx)
-	err = p.opts.Records.RecordPost(recordCtx, rec.ID, channel, ts, rec.Version, p.opts.Now().Add(p.opts.Lease))
+	err = p.opts.Store.RecordPost(recordCtx, rec.ID, channel, ts, rec.Version, p.opts.Now().Add(p.opts.Lease))
 	if errors.Is(err, store.ErrPostedElsewhere) {
 		p.opts.Metrics.posts.WithLabelValues("duplicate").Inc()
 		p.log.WarnContext(ctx, "another attempt recorded its message first; deleting this copy", "request_id", rec.ID, "ts", ts)
@@ -210,13 +122,13 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 }
 
 // permalink fetches and stores the message's permalink, best effort.
-func (p *Poster) permalink(ctx context.Context, id, channel, ts string) error {
+func (p *poster) permalink(ctx context.Context, id, channel, ts string) error {
 	link, err := p.opts.Slack.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: channel, Ts: ts})
 	if err != nil {
 		p.log.WarnContext(ctx, "could not fetch the message permalink", "request_id", id, "err", err)
 		return nil
 	}
-	if err := p.opts.Records.SetPermalink(ctx, id, link); err != nil {
+	if err := p.opts.Store.SetPermalink(ctx, id, link); err != nil {
 		p.log.WarnContext(ctx, "could not store the message permalink", "request_id", id, "err", err)
 	}
 	return nil
@@ -225,7 +137,7 @@ func (p *Poster) permalink(ctx context.Context, id, channel, ts string) error {
 // findPosted looks for the messages earlier attempts posted for rec.
 // History is read by channel id: a channel configured by name is looked up
 // by the id Slack reported for it before (errChannelUnknown when none did).
-func (p *Poster) findPosted(ctx context.Context, rec store.Record, firstAt time.Time) ([]string, error) {
+func (p *poster) findPosted(ctx context.Context, rec store.Record, firstAt time.Time) ([]string, error) {
 	channel, err := p.channelID(ctx, rec.Channel)
 	if err != nil {
 		return nil, err
@@ -238,22 +150,22 @@ func (p *Poster) findPosted(ctx context.Context, rec store.Record, firstAt time.
 
 // channelID is the id of a configured channel: as given when it is an id,
 // else the id a post to it reported ("" when none did yet).
-func (p *Poster) channelID(ctx context.Context, channel string) (string, error) {
+func (p *poster) channelID(ctx context.Context, channel string) (string, error) {
 	if aah.IsSlackChannelID(channel) {
 		return channel, nil
 	}
-	return p.opts.Records.ChannelID(ctx, channel)
+	return p.opts.Store.ChannelID(ctx, channel)
 }
 
 // adopt records a message an earlier attempt posted, as found in the
 // channel. It shows an older state: recorded as version 0, a sync job
 // brings it up to date.
-func (p *Poster) adopt(ctx context.Context, rec store.Record, ts string) error {
+func (p *poster) adopt(ctx context.Context, rec store.Record, ts string) error {
 	channel, err := p.channelID(ctx, rec.Channel)
 	if err != nil {
 		return err
 	}
-	err = p.opts.Records.RecordPost(ctx, rec.ID, channel, ts, 0, p.opts.Now().Add(p.opts.Lease))
+	err = p.opts.Store.RecordPost(ctx, rec.ID, channel, ts, 0, p.opts.Now().Add(p.opts.Lease))
 	if err != nil && !errors.Is(err, store.ErrPostedElsewhere) && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
@@ -265,55 +177,15 @@ func (p *Poster) adopt(ctx context.Context, rec store.Record, ts string) error {
 // GaveUp records that the message will never be posted, so GET shows why.
 func (h postJob) GaveUp(ctx context.Context, j store.Job, cause error) {
 	h.p.opts.Metrics.posts.WithLabelValues("failed").Inc()
-	if err := h.p.opts.Records.RecordPostError(ctx, j.RequestID, "gave up after "+fmt.Sprint(j.Attempt)+" attempts: "+cause.Error(), true); err != nil {
+	if err := h.p.opts.Store.RecordPostError(ctx, j.RequestID, "gave up after "+fmt.Sprint(j.Attempt)+" attempts: "+cause.Error(), true); err != nil {
 		h.p.log.ErrorContext(ctx, "could not record the post failure", "request_id", j.RequestID, "err", err)
 	}
 }
 
-type syncJob struct{ p *Poster }
-
-// Handle brings a posted message up to date with its request.
-func (h syncJob) Handle(ctx context.Context, j store.Job) error {
-	p := h.p
-	rec, req, err := p.load(ctx, j.RequestID)
-	if err != nil || req == nil {
-		return err
-	}
-	if !rec.Posted() || rec.Slack.RenderedVersion >= rec.Version {
-		return nil // the post job renders the latest state, or it is current
-	}
-	msg := blocks.Render(req, approval.View(rec, p.opts.Defaults))
-	_, _, _, err = p.opts.Slack.UpdateMessageContext(ctx, rec.Slack.Channel, rec.Slack.TS,
-		slack.MsgOptionText(msg.Text, false), slack.MsgOptionBlocks(msg.Blocks...))
-	if err != nil {
-		var rate *slack.RateLimitedError
-		var apiErr slack.SlackErrorResponse
-		switch {
-		case errors.As(err, &rate):
-			p.opts.Metrics.updates.WithLabelValues("rate_limited").Inc()
-			return &jobs.RetryError{After: rate.RetryAfter, Free: true, Reason: "Slack rate limit on chat.update"}
-		case errors.As(err, &apiErr) && permanentSlackErrors[apiErr.Err]:
-			p.opts.Metrics.updates.WithLabelValues("failed").Inc()
-			p.log.ErrorContext(ctx, "message cannot be updated", "request_id", rec.ID, "slack_error", apiErr.Err)
-			return nil
-		}
-		p.opts.Metrics.updates.WithLabelValues("retry").Inc()
-		return fmt.Errorf("update message of %s: %w", rec.ID, err)
-	}
-	p.opts.Metrics.updates.WithLabelValues("updated").Inc()
-	p.log.InfoContext(ctx, "request message updated", "request_id", rec.ID, "status", rec.Status, "version", rec.Version)
-	return p.opts.Records.MarkSynced(ctx, rec.ID, rec.Version)
-}
-
-// GaveUp logs: an out-of-date message is visible, and the next change retries.
-func (h syncJob) GaveUp(ctx context.Context, j store.Job, cause error) {
-	h.p.log.ErrorContext(ctx, "gave up updating the message", "request_id", j.RequestID, "err", cause)
-}
-
 // load reads a request and parses its stored document. A nil request with a
 // nil error means there is nothing to do (the request is gone).
-func (p *Poster) load(ctx context.Context, id string) (store.Record, *aah.Request, error) {
-	rec, req, err := p.opts.Records.Load(ctx, id)
+func (p *poster) load(ctx context.Context, id string) (store.Record, *aah.Request, error) {
+	rec, req, err := p.opts.Store.Load(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		p.log.WarnContext(ctx, "job for a request that no longer exists", "request_id", id)
@@ -321,7 +193,7 @@ func (p *Poster) load(ctx context.Context, id string) (store.Record, *aah.Reques
 	case errors.Is(err, store.ErrInvalidDocument):
 		// Intake validated it; only a bug or a hand-edited record gets here.
 		p.log.ErrorContext(ctx, "stored request no longer parses", "request_id", id, "err", err)
-		_ = p.opts.Records.RecordPostError(ctx, id, "stored request is invalid: "+err.Error(), true)
+		_ = p.opts.Store.RecordPostError(ctx, id, "stored request is invalid: "+err.Error(), true)
 		return store.Record{}, nil, nil
 	case err != nil:
 		return store.Record{}, nil, err
@@ -334,7 +206,7 @@ func (p *Poster) load(ctx context.Context, id string) (store.Record, *aah.Reques
 // them for "/approvals mine" and the Home tab. It is a convenience, not the
 // authorization (that is checked at every click): a failed lookup is logged
 // and skipped rather than holding the post.
-func (p *Poster) members(ctx context.Context, req *aah.Request) []string {
+func (p *poster) members(ctx context.Context, req *aah.Request) []string {
 	var out []string
 	entries := slices.Clone(req.Slack.ReviewerGroups)
 	for _, role := range req.Slack.RequiredRoles {
@@ -344,9 +216,9 @@ func (p *Poster) members(ctx context.Context, req *aah.Request) []string {
 		switch {
 		case aah.IsSlackUserID(e):
 			out = append(out, e)
-		case p.opts.People == nil:
+		case p.opts.Directory == nil:
 		case aah.IsSlackGroupID(e):
-			users, err := p.opts.People.GroupMembers(ctx, e)
+			users, err := p.opts.Directory.GroupMembers(ctx, e)
 			if err != nil {
 				p.log.WarnContext(ctx, "user group not resolved; its members will not see the request in their lists",
 					"request_id", req.Artifact.ID, "group", e, "err", err)
@@ -354,7 +226,7 @@ func (p *Poster) members(ctx context.Context, req *aah.Request) []string {
 			}
 			out = append(out, users...)
 		case aah.IsEmail(e):
-			id, err := p.opts.People.UserIDByEmail(ctx, e)
+			id, err := p.opts.Directory.UserIDByEmail(ctx, e)
 			if err != nil {
 				p.log.WarnContext(ctx, "role member's email not resolved", "request_id", req.Artifact.ID, "err", err)
 				continue
@@ -369,7 +241,7 @@ func (p *Poster) members(ctx context.Context, req *aah.Request) []string {
 
 // mentions resolves reviewers to mention syntax. Emails Slack does not know
 // (or cannot look up) are shown as plain text rather than blocking the post.
-func (p *Poster) mentions(ctx context.Context, reviewers []string) ([]string, error) {
+func (p *poster) mentions(ctx context.Context, reviewers []string) ([]string, error) {
 	out := make([]string, 0, len(reviewers))
 	for _, r := range reviewers {
 		if aah.IsSlackUserID(r) {

@@ -1,4 +1,4 @@
-package bot
+package slackout
 
 import (
 	"context"
@@ -42,9 +42,9 @@ var errLookupTooLong = errors.New("too many messages since the first attempt to 
 // reported its id), and history is read by id.
 var errChannelUnknown = errors.New("the channel's id is not known yet")
 
-// MessageLookupAPI is what finding and deleting sent messages needs;
+// messageLookup is what finding and deleting sent messages needs;
 // *slack.Client implements it.
-type MessageLookupAPI interface {
+type messageLookup interface {
 	GetConversationHistoryContext(ctx context.Context, params *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error)
 	GetConversationRepliesContext(ctx context.Context, params *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error)
 	DeleteMessageContext(ctx context.Context, channel, messageTimestamp string) (string, string, error)
@@ -76,7 +76,7 @@ func isEffect(m slack.Message, requestID, effect string) bool {
 
 // findSent lists the ts of the messages of effect for requestID in channel
 // (in the thread threadTS when set) since the first attempt, oldest first.
-func findSent(ctx context.Context, api MessageLookupAPI, channel, threadTS string, firstAt time.Time, requestID, effect string) ([]string, error) {
+func findSent(ctx context.Context, api messageLookup, channel, threadTS string, firstAt time.Time, requestID, effect string) ([]string, error) {
 	oldest := slackTS(firstAt.Add(-lookupSkew))
 	var found []string
 	cursor := ""
@@ -148,7 +148,7 @@ func lookupFailed(ctx context.Context, log *slog.Logger, err error, hold time.Du
 
 // deleteCopy deletes a message the bot sent that lost the race to be
 // recorded. A message already gone is fine.
-func deleteCopy(ctx context.Context, api MessageLookupAPI, log *slog.Logger, requestID, effect, channel, ts string) error {
+func deleteCopy(ctx context.Context, api messageLookup, log *slog.Logger, requestID, effect, channel, ts string) error {
 	_, _, err := api.DeleteMessageContext(ctx, channel, ts)
 	var apiErr slack.SlackErrorResponse
 	if err != nil && !(errors.As(err, &apiErr) && apiErr.Err == "message_not_found") {
@@ -156,70 +156,6 @@ func deleteCopy(ctx context.Context, api MessageLookupAPI, log *slog.Logger, req
 	}
 	log.InfoContext(ctx, "duplicate message deleted", "request_id", requestID, "effect", effect, "channel", channel, "ts", ts)
 	return nil
-}
-
-// sweepJob runs "sweep:<id>" jobs, scheduled one lease after a message
-// whose attempts overlapped was recorded: by then every attempt's Slack
-// call has ended, and every copy but the recorded one is deleted.
-type sweepJob struct {
-	store interface {
-		Get(ctx context.Context, id string) (store.Record, error)
-		Copies(ctx context.Context, id string) ([]store.CopyState, error)
-	}
-	slack MessageLookupAPI
-	log   *slog.Logger
-}
-
-func (h sweepJob) Handle(ctx context.Context, j store.Job) error {
-	rec, err := h.store.Get(ctx, j.RequestID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	if rec.Posted() && rec.Slack.Attempts > 1 {
-		if err := h.sweep(ctx, rec.ID, store.PostEffect, rec.Slack.Channel, "", rec.Slack.TS, rec.Slack.FirstAttemptAt); err != nil {
-			return err
-		}
-	}
-	copies, err := h.store.Copies(ctx, rec.ID)
-	if err != nil {
-		return err
-	}
-	for _, c := range copies {
-		if c.Copy == nil || c.Attempts < 2 {
-			continue
-		}
-		if err := h.sweep(ctx, rec.ID, c.Effect, c.Copy.Channel, c.Copy.ThreadTS, c.Copy.TS, c.FirstAt); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// sweep deletes the messages of effect other than keep.
-func (h sweepJob) sweep(ctx context.Context, id, effect, channel, threadTS, keep string, firstAt time.Time) error {
-	found, err := findSent(ctx, h.slack, channel, threadTS, firstAt, id, effect)
-	if err != nil {
-		if code, retry := classifySlack(err, 0, isPermanent); retry == nil || errors.Is(err, errLookupTooLong) || errors.Is(err, errChannelUnknown) {
-			h.log.ErrorContext(ctx, "cannot look for duplicate messages", "request_id", id, "effect", effect, "slack_error", code, "err", err)
-			return nil
-		}
-		return err
-	}
-	for _, ts := range found {
-		if ts == keep {
-			continue
-		}
-		if err := deleteCopy(ctx, h.slack, h.log, id, effect, channel, ts); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (h sweepJob) GaveUp(ctx context.Context, j store.Job, err error) {
-	h.log.ErrorContext(ctx, "gave up looking for duplicate messages", "request_id", j.RequestID, "err", err)
 }
 
 // refusedOutright reports whether a failed chat.postMessage certainly sent

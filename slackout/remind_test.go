@@ -1,4 +1,4 @@
-package bot
+package slackout
 
 import (
 	"encoding/json"

@@ -1,10 +1,9 @@
-package bot
+package slackout
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,44 +15,6 @@ import (
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
 )
-
-// TimerSlackAPI is the part of the Slack Web API reminders and escalation
-// use; *slack.Client implements it.
-type TimerSlackAPI interface {
-	OpenConversationContext(ctx context.Context, params *slack.OpenConversationParameters) (*slack.Channel, bool, bool, error)
-	PostMessageContext(ctx context.Context, channelID string, options ...slack.MsgOption) (string, string, error)
-	GetUserByEmailContext(ctx context.Context, email string) (*slack.User, error)
-	GetUserGroupMembersContext(ctx context.Context, userGroup string, options ...slack.GetUserGroupMembersOption) ([]string, error)
-	UpdateMessageContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, string, error)
-	MessageLookupAPI
-}
-
-// timerDeps are what the reminder and escalation jobs share.
-type timerDeps struct {
-	store *store.Store
-	// core records what the jobs did (reminders completed, recipients
-	// reached, escalation steps applied).
-	core *approval.Core
-	// dir resolves escalation targets: the cached directory authorization
-	// reads.
-	dir   approval.Directory
-	slack TimerSlackAPI
-	now   func() time.Time
-	log   *slog.Logger
-	// rateLimitHold is how long a 429 without Retry-After waits (the
-	// poster's RateLimitHold).
-	rateLimitHold time.Duration
-	// defaults are the workspace's sign-off rules, shown in messages.
-	defaults aah.Defaults
-	// lease is the job lease: a sweep for overlapping attempts at a copy
-	// is due one lease after the copy is recorded.
-	lease time.Duration
-}
-
-func (d timerDeps) with(log *slog.Logger, component string) timerDeps {
-	d.log = log.With("component", component)
-	return d
-}
 
 // reminderJob runs "remind:<id>:<n>" timers: reminder n of a request DMs
 // every listed reviewer who has not answered yet (or, when the request names
@@ -165,7 +126,7 @@ func reminderRecipients(req *aah.Request, rec store.Record) []string {
 	for i, r := range req.Slack.Reviewers {
 		user := r
 		if !aah.IsSlackUserID(r) {
-			// Mentions has one entry per reviewer, in order (see Poster.mentions).
+			// Mentions has one entry per reviewer, in order (see poster.mentions).
 			if len(rec.Mentions) != len(req.Slack.Reviewers) {
 				continue
 			}
@@ -258,32 +219,4 @@ func humanWait(d time.Duration) string {
 
 func mrkdwnText(s string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
-}
-
-// timerRefusals are Slack error codes that refuse one recipient for good
-// (besides permanentSlackErrors): retrying cannot reach them.
-var timerRefusals = map[string]bool{
-	"cannot_dm_bot": true, "user_disabled": true, "user_is_bot": true, "users_not_found": true,
-	"user_not_found": true, "no_such_subteam": true, "subteam_not_found": true, "messages_tab_disabled": true,
-	"not_allowed_token_type": true, "channel_not_found": true, "not_in_channel": true,
-}
-
-// refusedForTimers: Slack error codes that no retry of a reminder or
-// escalation message can fix.
-func refusedForTimers(code string) bool { return permanentSlackErrors[code] || timerRefusals[code] }
-
-// loadTimed reads a request with its parsed document for a timer job. A
-// nil request with a nil error means there is nothing to do.
-func loadTimed(ctx context.Context, st *store.Store, id string, log *slog.Logger) (store.Record, *aah.Request, error) {
-	rec, req, err := st.Load(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return store.Record{}, nil, nil
-	case errors.Is(err, store.ErrInvalidDocument):
-		log.ErrorContext(ctx, "stored request no longer parses", "request_id", id, "err", err)
-		return store.Record{}, nil, nil
-	case err != nil:
-		return store.Record{}, nil, err
-	}
-	return rec, req, nil
 }

@@ -1,11 +1,14 @@
-package bot
+package slackout
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/approval"
@@ -17,6 +20,33 @@ import (
 // Reminder and escalation copies of a request: sent exactly once each (the
 // protocol of store/sideeffects.go), recorded on the request, and brought
 // up to date once the request closes.
+
+// timerDeps are what the reminder and escalation jobs share.
+type timerDeps struct {
+	store Store
+	// core records what the jobs did (reminders completed, recipients
+	// reached, escalation steps applied).
+	core *approval.Core
+	// dir resolves escalation targets: the cached directory authorization
+	// reads.
+	dir   approval.Directory
+	slack SlackAPI
+	now   func() time.Time
+	log   *slog.Logger
+	// rateLimitHold is how long a 429 without Retry-After waits
+	// (Options.RateLimitHold).
+	rateLimitHold time.Duration
+	// defaults are the workspace's sign-off rules, shown in messages.
+	defaults aah.Defaults
+	// lease is the job lease: a sweep for overlapping attempts at a copy
+	// is due one lease after the copy is recorded.
+	lease time.Duration
+}
+
+func (d timerDeps) with(log *slog.Logger, component string) timerDeps {
+	d.log = log.With("component", component)
+	return d
+}
 
 // destination is where a copy goes: a user's DM, or a channel (a thread in
 // it when threadTS is set).
@@ -199,4 +229,20 @@ func (h timerDeps) closedCopy(req *aah.Request, rec store.Record, effect string)
 	head := fmt.Sprintf(":white_check_mark: *Reminder:* *%s* no longer waits for a decision: it %s.", title, outcome)
 	text := fmt.Sprintf("Reminder: %s no longer waits for a decision: it %s.", blocks.Escape(req.Artifact.Title), outcome)
 	return text, []slack.Block{slack.NewSectionBlock(mrkdwnText(head), nil, nil)}
+}
+
+// loadTimed reads a request with its parsed document for a timer job. A
+// nil request with a nil error means there is nothing to do.
+func loadTimed(ctx context.Context, st Store, id string, log *slog.Logger) (store.Record, *aah.Request, error) {
+	rec, req, err := st.Load(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return store.Record{}, nil, nil
+	case errors.Is(err, store.ErrInvalidDocument):
+		log.ErrorContext(ctx, "stored request no longer parses", "request_id", id, "err", err)
+		return store.Record{}, nil, nil
+	case err != nil:
+		return store.Record{}, nil, err
+	}
+	return rec, req, nil
 }

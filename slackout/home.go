@@ -1,4 +1,4 @@
-package bot
+package slackout
 
 import (
 	"cmp"
@@ -18,15 +18,6 @@ type HomePublisher interface {
 	PublishHome(ctx context.Context, user string) error
 }
 
-// homeStore is what the Home jobs keep in Redis; *store.Store implements it.
-type homeStore interface {
-	Get(ctx context.Context, id string) (store.Record, error)
-	HomeOpened(ctx context.Context, users []string) ([]string, error)
-	ScheduleHomePublish(ctx context.Context, users []string, window time.Duration) error
-	HoldMethod(ctx context.Context, method string, d time.Duration) error
-	MethodHeld(ctx context.Context, method string) (time.Duration, error)
-}
-
 // homePublishWindow and viewsPublish: see store.HomePublishWindow.
 const (
 	homePublishWindow = store.HomePublishWindow
@@ -42,7 +33,7 @@ const (
 // tab lately, so a thousand requests naming one reviewer cost her a
 // publish per window, not two thousand.
 type homeJob struct {
-	store  homeStore
+	store  Store
 	window time.Duration // default homePublishWindow
 	log    *slog.Logger
 }
@@ -74,7 +65,7 @@ func (h homeJob) GaveUp(ctx context.Context, j store.Job, err error) {
 // Home tab as it is now. A 429 holds views.publish for every process for
 // its Retry-After (Slack's limit is per app), and the job runs again then.
 type homePublishJob struct {
-	store         homeStore
+	store         Store
 	homes         HomePublisher
 	rateLimitHold time.Duration
 	log           *slog.Logger

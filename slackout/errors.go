@@ -1,4 +1,4 @@
-package bot
+package slackout
 
 import (
 	"context"
@@ -52,17 +52,29 @@ func classifySlack(err error, hold time.Duration, refused func(code string) bool
 
 func isPermanent(code string) bool { return permanentSlackErrors[code] }
 
+// timerRefusals are Slack error codes that refuse one recipient for good
+// (besides permanentSlackErrors): retrying cannot reach them.
+var timerRefusals = map[string]bool{
+	"cannot_dm_bot": true, "user_disabled": true, "user_is_bot": true, "users_not_found": true,
+	"user_not_found": true, "no_such_subteam": true, "subteam_not_found": true, "messages_tab_disabled": true,
+	"not_allowed_token_type": true, "channel_not_found": true, "not_in_channel": true,
+}
+
+// refusedForTimers: Slack error codes that no retry of a reminder or
+// escalation message can fix.
+func refusedForTimers(code string) bool { return permanentSlackErrors[code] || timerRefusals[code] }
+
 // slackFailure handles a failed Slack call made while posting rec, on top of
 // classifySlack: a rate limit also holds the channel for every process; a
 // permanent error is recorded on the request (GET shows it) and acks the
 // job; anything else is recorded as the latest error and retried.
-func (p *Poster) slackFailure(ctx context.Context, rec store.Record, method string, err error) error {
+func (p *poster) slackFailure(ctx context.Context, rec store.Record, method string, err error) error {
 	code, retry := classifySlack(err, p.opts.RateLimitHold, isPermanent)
 	var rate *jobs.RetryError
 	switch {
 	case errors.As(retry, &rate):
 		p.opts.Metrics.posts.WithLabelValues("rate_limited").Inc()
-		if herr := p.opts.Records.HoldChannel(ctx, rec.Channel, rate.After); herr != nil {
+		if herr := p.opts.Store.HoldChannel(ctx, rec.Channel, rate.After); herr != nil {
 			p.log.WarnContext(ctx, "could not hold the channel after a 429", "err", herr)
 		}
 		p.log.WarnContext(ctx, "Slack rate limit; retrying later", "request_id", rec.ID, "method", method,
@@ -72,7 +84,7 @@ func (p *Poster) slackFailure(ctx context.Context, rec store.Record, method stri
 		p.opts.Metrics.posts.WithLabelValues("failed").Inc()
 		p.log.ErrorContext(ctx, "Slack refused the message; giving up", "request_id", rec.ID, "method", method,
 			"slack_error", code, "channel", rec.Channel)
-		if rerr := p.opts.Records.RecordPostError(ctx, rec.ID, code, true); rerr != nil {
+		if rerr := p.opts.Store.RecordPostError(ctx, rec.ID, code, true); rerr != nil {
 			return rerr // retry: the failure must be recorded
 		}
 		return nil
@@ -83,7 +95,7 @@ func (p *Poster) slackFailure(ctx context.Context, rec store.Record, method stri
 	if errors.As(err, &apiErr) {
 		code = apiErr.Err
 	}
-	if rerr := p.opts.Records.RecordPostError(ctx, rec.ID, code, false); rerr != nil {
+	if rerr := p.opts.Store.RecordPostError(ctx, rec.ID, code, false); rerr != nil {
 		p.log.WarnContext(ctx, "could not record the post error", "request_id", rec.ID, "err", rerr)
 	}
 	return err
