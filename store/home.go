@@ -106,6 +106,12 @@ const JobHomePublish = "homepub"
 //	ARGV[1] -> now, Unix ms
 //	ARGV[2] -> window, ms
 //	ARGV[3] -> job id "homepub:<user id>"
+//	ARGV[4] -> how long to keep KEYS[2] after the publish is due, ms
+//
+// The value of KEYS[2] decides, not its TTL: a caller's "now" may be a little
+// stale by the time the script runs (a loaded machine, a GC pause), and a key
+// expiring exactly a window after the publish would then let the next one
+// out early. So it is kept well past the window (homePublishKeep).
 //
 // Returns the publish's due time, Unix ms.
 var scheduleHomePublish = redis.NewScript(`
@@ -115,7 +121,7 @@ local now, window = tonumber(ARGV[1]), tonumber(ARGV[2])
 local at, last = now, redis.call('GET', KEYS[2])
 if last and tonumber(last) + window > at then at = tonumber(last) + window end
 redis.call('ZADD', KEYS[1], at, ARGV[3])
-redis.call('SET', KEYS[2], at, 'PX', at - now + window)
+redis.call('SET', KEYS[2], at, 'PX', at - now + tonumber(ARGV[4]))
 return at
 `)
 
@@ -124,6 +130,11 @@ return at
 // minute for the whole app, and a burst of requests naming one reviewer (or
 // one reviewer's burst of clicks) must not spend them all on one tab.
 const HomePublishWindow = 5 * time.Second
+
+// homePublishKeep is how long past a publish's window its spacing key is
+// kept: far more than any clock read can be stale, and short enough that
+// the keys of users who stopped changing clean themselves up.
+const homePublishKeep = time.Minute
 
 // ViewsPublish is the Slack method Home tabs are published with, and held
 // on a 429 (HoldMethod).
@@ -135,7 +146,8 @@ const ViewsPublish = "views.publish"
 func (s *Store) ScheduleHomePublish(ctx context.Context, users []string, window time.Duration) error {
 	for _, u := range users {
 		keys := []string{s.keys.jobs(shardOf(u)).due, s.keys.homePublish(u)}
-		if err := scheduleHomePublish.Run(ctx, s.rdb, keys, s.nowMs(), max(window.Milliseconds(), 1), jobID(JobHomePublish, u)).Err(); err != nil {
+		if err := scheduleHomePublish.Run(ctx, s.rdb, keys, s.nowMs(), max(window.Milliseconds(), 1), jobID(JobHomePublish, u),
+			(window + homePublishKeep).Milliseconds()).Err(); err != nil {
 			return fmt.Errorf("store: schedule the Home publish of %s: %w", u, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/store"
+	"github.com/approvalbot/approvalbot/store/redistest"
 )
 
 func TestHomeState(t *testing.T) {
@@ -128,5 +129,61 @@ func TestHomeJobs(t *testing.T) {
 				t.Errorf("without HomeJobs: jobs %v", got)
 			}
 		})
+	}
+}
+
+// Home publishes of one user stay a window apart even when the caller read
+// its clock a little before its script ran (a loaded machine, a GC pause).
+// The spacing key once expired exactly one window after the publish it
+// remembers, so a caller whose "now" was a few milliseconds stale found it
+// gone and scheduled the next publish at once: two publishes in 4.997s. The
+// embedded store runs on the test's clock, so the race is exact here.
+func TestHomePublishesStayAWindowApartForALateCaller(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	// Redis reads the clock as it is; the store's reads are lag stale.
+	var lag time.Duration
+	rdb, prefix := redistest.Embedded(t, clk.Now)
+	s := mustNew(t, rdb, store.Options{Prefix: prefix, Now: func() time.Time { return clk.Now().Add(-lag) }})
+	ctx := testCtx(t)
+	const window = 5 * time.Second
+	const user = "U0ALICE"
+	claim := func() store.Job {
+		t.Helper()
+		for shard := range store.Shards {
+			jobs, err := s.Claim(ctx, shard, 10, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range jobs {
+				if j.ID == store.JobHomePublish+":"+user {
+					if err := s.Ack(ctx, j); err != nil {
+						t.Fatal(err)
+					}
+					return j
+				}
+			}
+		}
+		t.Fatal("no Home publish was due")
+		return store.Job{}
+	}
+	if err := s.ScheduleHomePublish(ctx, []string{user}, window); err != nil {
+		t.Fatal(err)
+	}
+	if j := claim(); !j.Due.Equal(t0) {
+		t.Fatalf("the first publish is due at %s, want at once (%s)", j.Due, t0)
+	}
+	// One window and a millisecond later by Redis's clock, a caller whose
+	// clock read is 4ms stale schedules the next publish.
+	clk.Advance(window + time.Millisecond)
+	lag = 4 * time.Millisecond
+	if err := s.ScheduleHomePublish(ctx, []string{user}, window); err != nil {
+		t.Fatal(err)
+	}
+	lag = 0
+	clk.Advance(time.Second)
+	if j, want := claim(), t0.Add(window); j.Due.Before(want) {
+		t.Errorf("the second publish is due at %s, %v after the first; want at least a window (%v) after it",
+			j.Due, j.Due.Sub(t0), window)
 	}
 }
