@@ -27,8 +27,10 @@ Usage:
   approvalbot help            print this help (also -h, --help)
 
 Configuration is environment variables only; there are no flags and no config
-file. With none set the bot runs in LOCAL MODE: an embedded in-memory Redis and a
-built-in Slack emulator, with a browser sandbox at http://localhost:8080/sandbox/.
+file.
+
+` + buildHelp + `
+
 For production start from deploy/approvalbot.env.example (SLACK_BOT_TOKEN,
 SLACK_SIGNING_SECRET or SLACK_APP_TOKEN, INTAKE_TOKENS, CALLBACK_SECRET, AUDIT_KEY,
 REDIS_URL). Every variable, its default and meaning is in docs/configuration.md.
@@ -83,7 +85,7 @@ func runCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch cmd {
 	case cmdHelp:
-		fmt.Fprint(stdout, usage+buildNote)
+		fmt.Fprint(stdout, usage)
 		return exitOK
 	case cmdVersion:
 		info := bot.ReadBuildInfo()

@@ -17,7 +17,7 @@ func TestHelpExplainsCommandsAndWhereConfigurationLives(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errOut.String())
 		}
 		for _, want := range []string{"approvalbot version", "approvalbot audit verify", "environment variables",
-			"deploy/approvalbot.env.example", "docs/configuration.md", "LOCAL MODE"} {
+			"deploy/approvalbot.env.example", "docs/configuration.md", buildHelp} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("%v: help lacks %q:\n%s", args, want, out.String())
 			}

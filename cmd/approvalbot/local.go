@@ -17,8 +17,9 @@ import (
 // the bot runs on an embedded Redis and the built-in Slack emulator, with
 // the browser sandbox. The release build leaves it out (nolocal.go).
 
-// buildNote is added to --help; this build needs none.
-const buildNote = ""
+// buildHelp is what --help says this build does with no configuration.
+const buildHelp = `With none set the bot runs in LOCAL MODE: an embedded in-memory Redis and a
+built-in Slack emulator, with a browser sandbox at http://localhost:8080/sandbox/.`
 
 // checkBuild accepts every configuration: this build can run all of them.
 func checkBuild(bot.Config) error { return nil }

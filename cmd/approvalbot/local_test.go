@@ -289,3 +289,13 @@ func waitFor(t *testing.T, what string, notYet func() string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// --help says what this build does with no configuration: local mode.
+func TestLocalHelpSaysSo(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	if code := runCLI(context.Background(), []string{"--help"}, &out, &errOut); code != exitOK ||
+		!strings.Contains(out.String(), "LOCAL MODE") || !strings.Contains(out.String(), "/sandbox/") {
+		t.Errorf("exit %d, help:\n%s", code, out.String())
+	}
+}

@@ -17,12 +17,10 @@ import (
 // the embedded Redis (miniredis) are not compiled in, so a production
 // binary cannot fall into them by a missing variable, and it is smaller.
 
-// buildNote is added to --help.
-const buildNote = `
-This build has no local mode (it was built with -tags nolocal): it needs
+// buildHelp is what --help says this build does with no configuration.
+const buildHelp = `This build has no local mode (it was built with -tags nolocal): it needs
 SLACK_BOT_TOKEN and a REDIS_URL of a real Redis. Build without the tag
-(go run ./cmd/approvalbot) to try approvalbot locally.
-`
+(go run ./cmd/approvalbot) to try approvalbot locally.`
 
 // errNoLocalMode is what this build says to a configuration only local
 // mode could run.

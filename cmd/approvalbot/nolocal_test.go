@@ -38,12 +38,12 @@ func TestNoLocalBuildRefusesLocalMode(t *testing.T) {
 	}
 }
 
-// --help says this build has no local mode.
+// --help says this build has no local mode, and does not promise one.
 func TestNoLocalHelpSaysSo(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
 	if code := runCLI(context.Background(), []string{"--help"}, &out, &errOut); code != exitOK ||
-		!strings.Contains(out.String(), "This build has no local mode") {
+		!strings.Contains(out.String(), "This build has no local mode") || strings.Contains(out.String(), "LOCAL MODE") {
 		t.Errorf("exit %d, help:\n%s", code, out.String())
 	}
 }
