@@ -135,12 +135,36 @@ func (h *harness) startJobs() (stop func()) {
 	return stop
 }
 
+// testLogger writes the service's warnings and errors to the test's output,
+// which go test shows only for a failing test (or with -v); TEST_LOG=debug
+// adds everything else. Nothing is written once the test has cleaned up.
 func testLogger(t testing.TB) *slog.Logger {
-	if os.Getenv("TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	level := slog.LevelWarn
+	if os.Getenv("TEST_LOG") == "debug" {
+		level = slog.LevelDebug
 	}
-	return slog.New(slog.DiscardHandler)
+	w := &testOutput{w: t.Output()}
+	t.Cleanup(w.close)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
+
+// testOutput is t.Output() until the test is over.
+type testOutput struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+}
+
+func (o *testOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return len(p), nil
+	}
+	return o.w.Write(p)
+}
+
+func (o *testOutput) close() { o.mu.Lock(); o.closed = true; o.mu.Unlock() }
 
 type response struct {
 	Status int
@@ -190,11 +214,13 @@ func (h *harness) get(id string) map[string]any {
 	return r.json(h.t)
 }
 
-// waitIdle waits until the outbox has no due or in-flight job, which is when
-// every consequence of the requests so far has reached the emulator.
+// waitIdle waits until the outbox has no in-flight job and none due within
+// the next minute (retries; timers due later, deadlines and escalations, are
+// not work in progress): every consequence of the requests so far has
+// reached the emulator.
 func (h *harness) waitIdle() {
 	h.t.Helper()
-	h.waitQueue(func(d store.QueueDepth) bool { return d.Due == 0 && d.InFlight == 0 && !h.scheduledLater() })
+	h.waitOutboxEmpty(time.Minute, guard)
 }
 
 // waitDrained waits until every job due now on the harness clock has run:
@@ -202,11 +228,63 @@ func (h *harness) waitIdle() {
 // not has not.
 func (h *harness) waitDrained() {
 	h.t.Helper()
-	h.waitQueue(func(d store.QueueDepth) bool { return d.Due == 0 && d.InFlight == 0 })
+	h.waitOutboxEmpty(0, guard)
 }
 
-// waitQueue polls the outbox until cond holds. The minute it allows is only a
-// guard against a hung test: nothing here measures how fast the machine is.
+// waitOutboxEmpty polls until no job is in flight and none is due within
+// horizon of the harness clock, on two snapshots in a row. giveUp only
+// guards against a hung test: nothing here measures how fast the machine is.
+//
+// Each snapshot is one MULTI/EXEC over every shard's due and in-flight sets.
+// Reading them one by one is not enough: a job claimed between the read of
+// "due" and the read of "in flight" (or a job that schedules another in a
+// shard already read, then acks) is missed, and the test goes on while its
+// last job still runs. On Redis Cluster a MULTI holds one slot, so the
+// snapshot is atomic per shard only; the second snapshot covers a job that
+// ran and acked between shards.
+func (h *harness) waitOutboxEmpty(horizon, giveUp time.Duration) {
+	h.t.Helper()
+	deadline := time.Now().Add(giveUp)
+	for quiet := 0; quiet < 2; {
+		due, inflight := h.outboxSnapshot(horizon)
+		if due == 0 && inflight == 0 {
+			quiet++
+			continue
+		}
+		quiet = 0
+		if time.Now().After(deadline) {
+			h.t.Fatalf("outbox still busy after %v: %d due within %v, %d in flight", giveUp, due, horizon, inflight)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// outboxSnapshot counts, in one transaction, the jobs due within horizon of
+// the harness clock and the jobs in flight.
+func (h *harness) outboxSnapshot(horizon time.Duration) (due, inflight int64) {
+	h.t.Helper()
+	until := strconv.FormatInt(h.now().Add(horizon).UnixMilli(), 10)
+	var dues, inflights []*redis.IntCmd
+	_, err := h.rdb.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
+		for shard := range store.Shards {
+			slot := h.prefix + ":{s" + twoDigits(shard) + "}:jobs:"
+			dues = append(dues, p.ZCount(context.Background(), slot+"due", "-inf", until))
+			inflights = append(inflights, p.ZCard(context.Background(), slot+"inflight"))
+		}
+		return nil
+	})
+	if err != nil {
+		h.t.Fatalf("outbox snapshot: %v", err)
+	}
+	for i := range dues {
+		due += dues[i].Val()
+		inflight += inflights[i].Val()
+	}
+	return due, inflight
+}
+
+// waitQueue polls the outbox until cond holds (see waitOutboxEmpty for
+// waiting until it is empty).
 func (h *harness) waitQueue(cond func(store.QueueDepth) bool) {
 	h.t.Helper()
 	giveUp := time.Now().Add(guard)
@@ -223,20 +301,6 @@ func (h *harness) waitQueue(cond func(store.QueueDepth) bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// scheduledLater reports jobs due within the next minute (retries), which
-// Depth's "due now" count leaves out; timers due later (deadlines,
-// escalations) are not work in progress.
-func (h *harness) scheduledLater() bool {
-	soon := strconv.FormatInt(h.now().Add(time.Minute).UnixMilli(), 10)
-	for shard := range store.Shards {
-		key := h.prefix + ":{s" + twoDigits(shard) + "}:jobs:due"
-		if n, _ := h.rdb.ZCount(context.Background(), key, "-inf", soon).Result(); n > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 func twoDigits(n int) string { return string([]byte{byte('0' + n/10), byte('0' + n%10)}) }

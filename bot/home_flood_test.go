@@ -56,9 +56,13 @@ func TestHomePublishesCoalescedPerUser(t *testing.T) {
 	}
 	// The final change: the oldest request, listed first, is withdrawn.
 	gone := before.waiting[0]
+	mark := len(h.emu.CallsTo("views.publish"))
 	if r := h.do(http.MethodDelete, "/v1/requests/"+gone, tokenPM, "", nil); r.Status != http.StatusOK {
 		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
 	}
+	h.waitPublished(alice, mark, "left the withdrawn request out", func(ht homeTab) bool {
+		return !slices.Contains(ht.waiting, gone)
+	})
 	waitQuiet(t, h)
 	elapsed := clk.Now().Sub(start)
 	all := published()
@@ -105,21 +109,7 @@ func TestHomePublishHonoursRetryAfter(t *testing.T) {
 // a busy machine, so it waits on the condition for minutes, not seconds.
 func waitQuiet(t *testing.T, h *harness) {
 	t.Helper()
-	ctx := ctxTimeout(t, 5*time.Minute)
-	for {
-		d, err := h.store.Depth(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Due == 0 && d.InFlight == 0 && !h.scheduledLater() {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("outbox still busy: %+v", d)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	h.waitOutboxEmpty(time.Minute, 5*time.Minute)
 }
 
 // A reviewer clicking through many requests costs the other reviewers who
@@ -142,10 +132,11 @@ func TestHomePublishesCoalescedForClicks(t *testing.T) {
 		}))
 	}
 	waitQuiet(t, h)
-	start, before := clk.Now(), len(bobPublishes(h))
+	start, before, mark := clk.Now(), len(bobPublishes(h)), len(h.emu.CallsTo("views.publish"))
 	for _, id := range ids {
 		ok(t, h.click(alice, id, "go", button(blocks.ActionApprove, "true")))
 	}
+	h.waitPublished(bob, mark, "listed nothing waiting", func(ht homeTab) bool { return len(ht.waiting) == 0 })
 	waitQuiet(t, h)
 	elapsed := clk.Now().Sub(start)
 	if got, most := len(bobPublishes(h))-before, 1+int(elapsed/(5*time.Second)); got > most {
