@@ -32,6 +32,7 @@ func TestReadmeRecipesWorkInAnyYear(t *testing.T) {
 	want := [][]string{
 		strings.Fields("-response-url http://localhost:8080/sandbox/inbox"),
 		strings.Fields("-id try-signoff -response-url http://localhost:8080/sandbox/inbox -signoff"),
+		strings.Fields("-id try-withdraw"),
 		strings.Fields("-id demo-1 -response-url http://localhost:9000/decisions"),
 	}
 	if !slices.EqualFunc(recipes, want, slices.Equal) {
