@@ -318,6 +318,38 @@ func TestAuditEndpoint(t *testing.T) {
 	}
 }
 
+// Entries removed from the end of a request's chain leave a chain whose
+// every hash still verifies; the endpoint checks the chain ends at the head
+// the request records, as "approvalbot audit verify" does, and says so.
+func TestAuditEndpointNoticesEntriesRemovedFromTheEnd(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.api(nil)
+	e.create("truncated", "https://agent.example.com/hook")
+	e.resolve("truncated", responseFor("truncated"), "msg_truncated")
+	keys, err := e.rdb.Keys(t.Context(), e.prefix+":*:audit:truncated").Result()
+	mustNil(t, err)
+	if len(keys) != 1 {
+		t.Fatalf("audit keys %v", keys)
+	}
+	mustNil(t, e.rdb.RPop(t.Context(), keys[0]).Err()) // drop "resolved"
+
+	r := a.do(http.MethodGet, "/v1/requests/truncated/audit", tokenPM)
+	var got struct {
+		Entries  []store.AuditEntry `json:"entries"`
+		Verified bool               `json:"verified"`
+		Problem  string             `json:"problem"`
+		BrokenAt int64              `json:"broken_at"`
+	}
+	mustNil(t, json.Unmarshal(r.Body, &got))
+	if r.Status != http.StatusOK || got.Verified || got.BrokenAt != 2 || !strings.Contains(got.Problem, "removed from its end") {
+		t.Errorf("after removing the last entry: %d %s, want verified=false, broken at 2, saying entries were removed", r.Status, r.Body)
+	}
+	if len(got.Entries) != 1 {
+		t.Errorf("entries = %+v, want the one left", got.Entries)
+	}
+}
+
 type wakeCounter struct {
 	mu sync.Mutex
 	n  int
