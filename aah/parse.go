@@ -27,11 +27,17 @@ type ParseOptions struct {
 
 // Parse decodes and validates a decision/request document. It reports every
 // problem it finds, not just the first, as a *ValidationError. Unknown fields
-// are ignored here; callers keep the raw document to preserve them.
+// are ignored here; callers keep the raw document to preserve them. Text that
+// is not well-formed Unicode is refused (CheckUnicode) unless opts.Stored.
 func Parse(raw []byte, opts ParseOptions) (*Request, error) {
 	doc, err := Decode(raw)
 	if err != nil {
 		return nil, err
+	}
+	if !opts.Stored { // a stored document passed at intake, or predates the check: still readable
+		if err := CheckUnicode(raw); err != nil {
+			return nil, err
+		}
 	}
 	return ParseDecoded(doc, opts)
 }

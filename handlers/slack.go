@@ -1,7 +1,8 @@
 // Package handlers serves what Slack sends approvalbot: interactions (clicks,
 // selects, modal submissions), the slash command and Events API events (the
 // App Home tab). Every request is verified with Slack's v0
-// signature before it is parsed, and acknowledged as soon as its effect is
+// signature before it is parsed, a replay of one already applied is acked and
+// ignored (replay.go), and every request is acknowledged as soon as its effect is
 // recorded in Redis; Slack API calls (modals, ephemeral replies) run
 // afterwards, off the request path.
 package handlers
@@ -88,6 +89,10 @@ type Options struct {
 	// Defaults are the workspace's sign-off rules, shown by "show" (as they
 	// apply to each request's agent: Defaults.For).
 	Defaults aah.Defaults
+	// Replays remembers the interactions and commands already applied, so a
+	// replayed signed request or a redelivered envelope is not applied
+	// again; default Requests, when it implements ReplayStore.
+	Replays ReplayStore
 }
 
 // Slack serves Slack's requests.
@@ -119,6 +124,9 @@ func New(opts Options) (*Slack, error) {
 	}
 	if opts.Home == nil {
 		opts.Home, _ = opts.Requests.(HomeStore)
+	}
+	if opts.Replays == nil {
+		opts.Replays, _ = opts.Requests.(ReplayStore)
 	}
 	if opts.CommandBudget <= 0 {
 		opts.CommandBudget = defaultCommandBudget
@@ -152,10 +160,12 @@ func (s *Slack) Register(mux *http.ServeMux) {
 }
 
 // verified reads the body once, checks Slack's v0 signature over it (and
-// that its timestamp is within five minutes), and only then parses the form.
+// that its timestamp is within five minutes) and that it is not a replay of
+// one already applied, and only then parses the form. When it reports not
+// ok it has answered the request.
 func (s *Slack) verified(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 	body, ok := s.verifiedBody(w, r)
-	if !ok {
+	if !ok || !s.notReplayed(w, r, body) {
 		return nil, false
 	}
 	form, err := url.ParseQuery(string(body))
@@ -256,6 +266,7 @@ func (s *Slack) tellUser(channel, user, text string) {
 type metrics struct {
 	ack      *prometheus.HistogramVec
 	rejected prometheus.Counter
+	replays  *prometheus.CounterVec
 	actions  *prometheus.CounterVec
 }
 
@@ -270,13 +281,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "approvalbot_slack_requests_rejected_total",
 			Help: "Requests to the Slack endpoints refused for a missing, stale or wrong signature.",
 		}),
+		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "approvalbot_slack_replays_total",
+			Help: "Slack requests ignored because they were already applied, by transport: http (a replayed signed request), socket (a redelivered envelope).",
+		}, []string{"transport"}),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "approvalbot_slack_actions_total",
 			Help: "Reviewer actions by action and result: recorded, unchanged, refused, error.",
 		}, []string{"action", "result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ack, m.rejected, m.actions)
+		reg.MustRegister(m.ack, m.rejected, m.replays, m.actions)
 	}
 	return m
 }

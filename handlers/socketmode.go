@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -209,28 +210,39 @@ func (m *SocketMode) setConnected(ctx context.Context, up bool, why string) {
 }
 
 // handle runs one envelope through its core and acks it with the payload
-// the HTTP endpoint would have answered. An event that could not be
-// de-duplicated is not acked, so Slack delivers it again.
+// the HTTP endpoint would have answered, or empty for a redelivery of one
+// already applied. An envelope that could not be de-duplicated is not
+// acked, so Slack delivers it again.
 func (m *SocketMode) handle(ctx context.Context, client *socketmode.Client, ev socketmode.Event) {
 	start := time.Now()
 	env := ev.Request
 	// The effect is recorded even when shutdown begins meanwhile; an ack
-	// that cannot be sent any more makes Slack deliver it again, and every
-	// core is idempotent under redelivery.
+	// that cannot be sent any more makes Slack deliver it again, and a
+	// redelivery is not applied twice: events by their event id (Event),
+	// interactions and commands by their envelope id here, since applying
+	// a click again could undo a later one (approve, reject, approve again).
 	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	var payload any
 	var kind, responseURL string
-	switch ev.Type {
-	case socketmode.EventTypeInteractive:
+	redelivered, err := m.redelivered(work, ev)
+	if err != nil {
+		m.log.ErrorContext(ctx, "could not de-duplicate a socket mode envelope; not acked, Slack delivers it again",
+			"envelope_id", env.EnvelopeID, "err", err)
+		return
+	}
+	switch {
+	case redelivered:
+		kind = "redelivered" // acked empty, nothing applied
+	case ev.Type == socketmode.EventTypeInteractive:
 		cb, _ := ev.Data.(slack.InteractionCallback)
 		kind = string(cb.Type)
 		payload = m.s.Interaction(work, &cb)
-	case socketmode.EventTypeSlashCommand:
+	case ev.Type == socketmode.EventTypeSlashCommand:
 		cmd, _ := ev.Data.(slack.SlashCommand)
 		kind, responseURL = "slash_command", cmd.ResponseURL
 		payload = m.s.Command(work, cmd)
-	case socketmode.EventTypeEventsAPI:
+	case ev.Type == socketmode.EventTypeEventsAPI:
 		kind = "event"
 		var req EventRequest
 		if err := json.Unmarshal(env.Payload, &req); err != nil {
@@ -264,6 +276,25 @@ func (m *SocketMode) handle(ctx context.Context, client *socketmode.Client, ev s
 	}
 	m.lastAck.Store(time.Now().UnixNano())
 	m.s.metrics.ack.WithLabelValues(kind).Observe(time.Since(start).Seconds())
+}
+
+// redelivered reports whether an interaction or command envelope was
+// already applied, by its envelope id, which Slack keeps when it delivers
+// an envelope again. Events are de-duplicated by event id instead (Event).
+func (m *SocketMode) redelivered(ctx context.Context, ev socketmode.Event) (bool, error) {
+	if ev.Type != socketmode.EventTypeInteractive && ev.Type != socketmode.EventTypeSlashCommand {
+		return false, nil
+	}
+	first, err := m.s.firstApplied(ctx, "socket:"+ev.Request.EnvelopeID, envelopeTTL)
+	if err != nil {
+		return false, fmt.Errorf("de-duplicate envelope %s: %w", ev.Request.EnvelopeID, err)
+	}
+	if !first {
+		m.s.metrics.replays.WithLabelValues("socket").Inc()
+		m.log.InfoContext(ctx, "redelivered socket mode envelope acked and ignored",
+			"envelope_id", ev.Request.EnvelopeID, "type", ev.Type, "retry_attempt", ev.Request.RetryAttempt)
+	}
+	return !first, nil
 }
 
 func tooBigForSocket(payload any) bool {

@@ -89,6 +89,10 @@ func (s *Store) readChain(ctx context.Context, key string) ([]AuditEntry, error)
 	if err != nil {
 		return nil, fmt.Errorf("store: read audit %s: %w", key, err)
 	}
+	return decodeChain(key, raw)
+}
+
+func decodeChain(key string, raw []string) ([]AuditEntry, error) {
 	out := make([]AuditEntry, len(raw))
 	for i, r := range raw {
 		if err := json.Unmarshal([]byte(r), &out[i]); err != nil {
@@ -96,6 +100,56 @@ func (s *Store) readChain(ctx context.Context, key string) ([]AuditEntry, error)
 		}
 	}
 	return out, nil
+}
+
+// VerifiedAudit returns a request's audit chain, oldest first, and whether
+// it verifies the way "approvalbot audit verify" checks it: problems is
+// empty when it does, else the *ChainErrors found (every hash, and that the
+// chain ends at the head the request records, so entries removed from its
+// end show too). err is a failure to read it (ErrNotFound for an unknown
+// request).
+func (s *Store) VerifiedAudit(ctx context.Context, id string) (entries []AuditEntry, problems []error, err error) {
+	if _, err := s.Get(ctx, id); err != nil {
+		return nil, nil, err
+	}
+	entries, head, err := s.requestChain(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return entries, s.verifyRequestChain(id, entries, head), nil
+}
+
+// requestChain reads a request's audit chain and the head its record holds
+// in one transaction (both keys are in the request's shard): read apart, a
+// change committed between the two reads would look like a truncation.
+func (s *Store) requestChain(ctx context.Context, id string) ([]AuditEntry, string, error) {
+	key := s.keys.auditRequest(id)
+	var chain *redis.StringSliceCmd
+	var head *redis.StringCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		chain = p.LRange(ctx, key, 0, -1)
+		head = p.HGet(ctx, s.keys.request(id), "audit_head")
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, "", fmt.Errorf("store: read audit %s and its head: %w", key, err)
+	}
+	entries, err := decodeChain(key, chain.Val())
+	return entries, head.Val(), err
+}
+
+// verifyRequestChain checks a request's chain: its hashes, and that it ends
+// at head, the head its record holds.
+func (s *Store) verifyRequestChain(id string, entries []AuditEntry, head string) []error {
+	var problems []error
+	name := "request " + id
+	if err := s.VerifyChain(name, entries); err != nil {
+		problems = append(problems, err)
+	}
+	if err := tailMatches(name, entries, head); err != nil {
+		problems = append(problems, err)
+	}
+	return problems
 }
 
 // ChainError names the first entry of a chain that does not verify.
@@ -163,23 +217,14 @@ func (s *Store) VerifyAll(ctx context.Context) (VerifyReport, error) {
 				continue
 			}
 			if _, seen := chains[g.RequestID]; !seen {
-				entries, err := s.readChain(ctx, s.keys.auditRequest(g.RequestID))
+				entries, head, err := s.requestChain(ctx, g.RequestID)
 				if err != nil {
 					return rep, err
 				}
 				chains[g.RequestID] = entries
 				rep.Requests++
 				rep.Entries += len(entries)
-				if err := s.VerifyChain("request "+g.RequestID, entries); err != nil {
-					rep.Problems = append(rep.Problems, err)
-				}
-				head, err := s.rdb.HGet(ctx, s.keys.request(g.RequestID), "audit_head").Result()
-				if err != nil && !errors.Is(err, redis.Nil) {
-					return rep, fmt.Errorf("store: read audit head of %s: %w", g.RequestID, err)
-				}
-				if err := tailMatches("request "+g.RequestID, entries, head); err != nil {
-					rep.Problems = append(rep.Problems, err)
-				}
+				rep.Problems = append(rep.Problems, s.verifyRequestChain(g.RequestID, entries, head)...)
 			}
 			entries := chains[g.RequestID]
 			if !containsHash(entries, g.EntryHash) {

@@ -40,6 +40,9 @@ const Shards = 16
 //	                                           copies): attempts, first attempt ms and recorded copy, per effect
 //	<p>:pace:<channel>                 string  exists while a channel may not be posted to
 //	<p>:event:<event id>               string  exists while a Slack event was already received (retries are dropped)
+//	<p>:slackreq:<request id>          string  exists while a Slack interaction or slash command was already applied
+//	                                           (replays are dropped): "http:" + SHA-256 of its signed timestamp and
+//	                                           body, or "socket:" + its Socket Mode envelope id
 //	<p>:home:<user id>                 string  exists while the user's App Home tab is worth keeping fresh
 //	<p>:chanid:<channel name>          string  the channel id Slack reported for a channel configured by name
 //	<p>:hold:<Slack method>            string  exists while no process may call that Slack method (after a 429)
@@ -107,6 +110,8 @@ func (k keys) jobs(shard int) jobKeys {
 func (k keys) pace(channel string) string { return k.prefix + ":pace:" + channel }
 
 func (k keys) slackEvent(eventID string) string { return k.prefix + ":event:" + eventID }
+
+func (k keys) slackRequest(id string) string { return k.prefix + ":slackreq:" + id }
 
 func (k keys) channelID(name string) string { return k.prefix + ":chanid:" + name }
 

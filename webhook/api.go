@@ -23,8 +23,9 @@ type Store interface {
 	List(ctx context.Context, q store.ListQuery) (store.Page, error)
 	Deliveries(ctx context.Context, id string) ([]store.DeliveryAttempt, error)
 	Redeliver(ctx context.Context, id, actor string) (store.Record, error)
-	Audit(ctx context.Context, id string) ([]store.AuditEntry, error)
-	VerifyChain(name string, entries []store.AuditEntry) error
+	// VerifiedAudit reads a request's audit chain and verifies it as
+	// "approvalbot audit verify" does (store.Store.VerifiedAudit).
+	VerifiedAudit(ctx context.Context, id string) ([]store.AuditEntry, []error, error)
 	AuditIntakeRefusal(ctx context.Context, r store.IntakeRefusal) error
 }
 
@@ -225,19 +226,19 @@ func (a *API) audit(w http.ResponseWriter, r *http.Request, agent string) {
 	if !ok {
 		return
 	}
-	entries, err := a.opts.Store.Audit(r.Context(), rec.ID)
+	entries, problems, err := a.opts.Store.VerifiedAudit(r.Context(), rec.ID)
 	if err != nil {
 		a.internal(w, r, "read audit", err)
 		return
 	}
-	v := auditView{Entries: entries, Verified: true}
+	v := auditView{Entries: entries, Verified: len(problems) == 0}
 	if v.Entries == nil {
 		v.Entries = []store.AuditEntry{}
 	}
-	if err := a.opts.Store.VerifyChain("request "+rec.ID, entries); err != nil {
-		v.Verified, v.Problem = false, err.Error()
+	if len(problems) > 0 {
+		v.Problem = errors.Join(problems...).Error()
 		var ce *store.ChainError
-		if errors.As(err, &ce) {
+		if errors.As(problems[0], &ce) {
 			v.BrokenAt = ce.Seq
 		}
 		a.log.WarnContext(r.Context(), "audit chain does not verify", "request_id", rec.ID, "problem", v.Problem)

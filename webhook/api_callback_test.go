@@ -260,6 +260,34 @@ func TestWaitersReleaseOnShutdown(t *testing.T) {
 	}
 }
 
+// auditView is the body of GET /v1/requests/{id}/audit.
+type auditView struct {
+	Entries  []store.AuditEntry `json:"entries"`
+	Verified bool               `json:"verified"`
+	Problem  string             `json:"problem"`
+	BrokenAt int64              `json:"broken_at"`
+}
+
+// auditOf GETs a request's audit as agent "pm".
+func (a *api) auditOf(id string) (response, auditView) {
+	a.t.Helper()
+	r := a.do(http.MethodGet, "/v1/requests/"+id+"/audit", tokenPM)
+	var v auditView
+	mustNil(a.t, json.Unmarshal(r.Body, &v))
+	return r, v
+}
+
+// auditKey is the Redis key of a request's audit chain.
+func (e *env) auditKey(id string) string {
+	e.t.Helper()
+	keys, err := e.rdb.Keys(e.t.Context(), e.prefix+":*:audit:"+id).Result()
+	mustNil(e.t, err)
+	if len(keys) != 1 {
+		e.t.Fatalf("audit keys %v", keys)
+	}
+	return keys[0]
+}
+
 // The audit endpoint returns the request's chain, verified; an entry edited
 // in Redis is detected and named.
 func TestAuditEndpoint(t *testing.T) {
@@ -277,14 +305,7 @@ func TestAuditEndpoint(t *testing.T) {
 	if r := a.do(http.MethodGet, "/v1/requests/nope/audit", tokenPM); r.Status != http.StatusNotFound {
 		t.Errorf("unknown id: %d", r.Status)
 	}
-	r := a.do(http.MethodGet, "/v1/requests/audited/audit", tokenPM)
-	var got struct {
-		Entries  []store.AuditEntry `json:"entries"`
-		Verified bool               `json:"verified"`
-		Problem  string             `json:"problem"`
-		BrokenAt int64              `json:"broken_at"`
-	}
-	mustNil(t, json.Unmarshal(r.Body, &got))
+	r, got := a.auditOf("audited")
 	var events []string
 	for _, en := range got.Entries {
 		events = append(events, en.Event)
@@ -295,26 +316,41 @@ func TestAuditEndpoint(t *testing.T) {
 	}
 
 	// Tamper with the second entry.
-	keys, err := e.rdb.Keys(t.Context(), e.prefix+":*:audit:audited").Result()
-	mustNil(t, err)
-	if len(keys) != 1 {
-		t.Fatalf("audit keys %v", keys)
-	}
-	raw, err := e.rdb.LIndex(t.Context(), keys[0], 1).Result()
+	key := e.auditKey("audited")
+	raw, err := e.rdb.LIndex(t.Context(), key, 1).Result()
 	mustNil(t, err)
 	var entry map[string]any
 	mustNil(t, json.Unmarshal([]byte(raw), &entry))
 	entry["actor"] = "human:U0SOMEONEELSE"
 	forged, _ := json.Marshal(entry)
-	mustNil(t, e.rdb.LSet(t.Context(), keys[0], 1, forged).Err())
+	mustNil(t, e.rdb.LSet(t.Context(), key, 1, forged).Err())
 
-	r = a.do(http.MethodGet, "/v1/requests/audited/audit", tokenPM)
-	mustNil(t, json.Unmarshal(r.Body, &got))
+	r, got = a.auditOf("audited")
 	if r.Status != http.StatusOK || got.Verified || got.BrokenAt != 2 || !strings.Contains(got.Problem, "entry 2") {
 		t.Errorf("after tampering: %d %s, want verified=false naming entry 2", r.Status, r.Body)
 	}
 	if len(got.Entries) != 3 || got.Entries[1].Actor != "human:U0SOMEONEELSE" {
 		t.Errorf("entries = %+v", got.Entries)
+	}
+}
+
+// Entries removed from the end of a request's chain leave a chain whose
+// every hash still verifies; the endpoint checks the chain ends at the head
+// the request records, as "approvalbot audit verify" does, and says so.
+func TestAuditEndpointNoticesEntriesRemovedFromTheEnd(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.api(nil)
+	e.create("truncated", "https://agent.example.com/hook")
+	e.resolve("truncated", responseFor("truncated"), "msg_truncated")
+	mustNil(t, e.rdb.RPop(t.Context(), e.auditKey("truncated")).Err()) // drop "resolved"
+
+	r, got := a.auditOf("truncated")
+	if r.Status != http.StatusOK || got.Verified || got.BrokenAt != 2 || !strings.Contains(got.Problem, "removed from its end") {
+		t.Errorf("after removing the last entry: %d %s, want verified=false, broken at 2, saying entries were removed", r.Status, r.Body)
+	}
+	if len(got.Entries) != 1 {
+		t.Errorf("entries = %+v, want the one left", got.Entries)
 	}
 }
 

@@ -12,11 +12,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"code.dny.dev/ssrf"
@@ -98,6 +96,8 @@ type Deliverer struct {
 	wh           *standardwebhooks.Webhook
 	client       *http.Client
 	allowPrivate bool
+	guard        *ssrf.Guardian // nil with a test Transport
+	resolver     *net.Resolver
 	schedule     []time.Duration
 	timeout      time.Duration
 	log          *slog.Logger
@@ -142,12 +142,15 @@ func NewDeliverer(opts DelivererOptions) (*Deliverer, error) {
 	if err != nil {
 		return nil, err
 	}
+	resolver := cmp.Or(opts.Resolver, net.DefaultResolver)
 	rt := opts.Transport
+	var guard *ssrf.Guardian
 	if rt == nil {
-		rt = safeTransport(opts.AllowPrivate, opts.Timeout, opts.Resolver)
+		guard = newGuard(opts.AllowPrivate)
+		rt = safeTransport(guard, opts.Timeout, opts.Resolver)
 	}
 	return &Deliverer{
-		st: opts.Store, wh: wh, allowPrivate: opts.AllowPrivate,
+		st: opts.Store, wh: wh, allowPrivate: opts.AllowPrivate, guard: guard, resolver: resolver,
 		client: &http.Client{
 			Transport: rt,
 			// A redirect is an answer like any other: a 3xx fails the
@@ -238,6 +241,8 @@ func (d *Deliverer) settle(res attemptResult, n int, a *store.DeliveryAttempt) (
 		return store.DeliveryDelivered, "delivered"
 	case res.status == http.StatusGone:
 		return store.DeliveryGone, "gone"
+	case res.final:
+		return store.DeliveryDead, "refused"
 	case n > len(d.schedule):
 		return store.DeliveryDead, "dead"
 	}
@@ -264,6 +269,7 @@ type attemptResult struct {
 	err        string // short; "" on success
 	retryAfter string
 	refused    bool  // the target was refused before anything was sent
+	final      bool  // refused for good: retrying cannot help (finalRefusal)
 	abandoned  error // the caller's context ended: no outcome to record
 }
 
@@ -276,8 +282,8 @@ func (d *Deliverer) attempt(ctx context.Context, rec store.Record) (res attemptR
 			d.metrics.duration.Observe(res.duration.Seconds())
 		}
 	}()
-	if reason := d.checkURL(rec.ResponseURL); reason != "" {
-		res.refused, res.err = true, reason
+	if reason := d.finalRefusal(ctx, rec.ResponseURL); reason != "" {
+		res.refused, res.final, res.err = true, true, reason
 		return res
 	}
 	msgID := cmp.Or(rec.Delivery.WebhookID, "msg_"+rec.ID)
@@ -291,7 +297,7 @@ func (d *Deliverer) attempt(ctx context.Context, rec store.Record) (res attemptR
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, rec.ResponseURL, bytes.NewReader(rec.Response))
 	if err != nil {
-		res.refused, res.err = true, "invalid response_url"
+		res.refused, res.final, res.err = true, true, "refused: invalid response_url; never permitted, not retried"
 		return res
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -365,94 +371,6 @@ func describeError(err error) (msg string, refused bool) {
 		msg = msg[:200] + "…"
 	}
 	return msg, false
-}
-
-// refusedError is the dial guard's refusal of a resolved address.
-type refusedError struct {
-	addr   string // ip:port the connection would have gone to
-	reason string
-}
-
-func (e *refusedError) Error() string { return "dial " + e.addr + ": refused: " + e.reason }
-
-// Private ranges CALLBACK_ALLOW_PRIVATE opens: loopback, RFC 1918, CGNAT and
-// ULA. Everything else the guard denies (link-local and so cloud metadata,
-// multicast, unspecified, documentation ranges...) stays denied.
-var (
-	devAllowedV4 = []netip.Prefix{
-		netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8"),
-		netip.MustParsePrefix("172.16.0.0/12"), netip.MustParsePrefix("192.168.0.0/16"),
-		netip.MustParsePrefix("100.64.0.0/10"),
-	}
-	devAllowedV6 = []netip.Prefix{netip.MustParsePrefix("::1/128"), netip.MustParsePrefix("fc00::/7")}
-)
-
-// safeTransport is the callback transport: no proxy (a proxy would dial for
-// us, past the guard), and a dialer whose Control checks every address it is
-// about to connect to, after DNS resolution, so a name that resolves (or
-// rebinds) to a loopback, private, link-local, IPv4-mapped, unspecified or
-// multicast address is refused before any packet is sent to it.
-func safeTransport(allowPrivate bool, timeout time.Duration, resolver *net.Resolver) *http.Transport {
-	opts := []ssrf.Option{ssrf.WithAnyPort()} // agents listen where they like; addresses are what matter
-	if allowPrivate {
-		opts = append(opts, ssrf.WithAllowedV4Prefixes(devAllowedV4...), ssrf.WithAllowedV6Prefixes(devAllowedV6...))
-	}
-	guard := ssrf.New(opts...)
-	dialer := &net.Dialer{
-		Timeout:   timeout,
-		KeepAlive: 30 * time.Second,
-		Resolver:  resolver,
-		Control: func(network, address string, c syscall.RawConn) error {
-			if err := guard.Safe(network, address, c); err != nil {
-				reason := "not a permitted destination"
-				switch {
-				case errors.Is(err, ssrf.ErrProhibitedIP):
-					reason = "private address"
-					if ap, perr := netip.ParseAddrPort(address); perr == nil {
-						reason += " (" + addressKind(ap.Addr()) + ")"
-					}
-				case errors.Is(err, ssrf.ErrProhibitedNetwork):
-					reason = "network " + network + " not allowed"
-				}
-				return &refusedError{addr: address, reason: reason}
-			}
-			return nil
-		},
-	}
-	return &http.Transport{
-		Proxy:                  nil,
-		DialContext:            dialer.DialContext,
-		ForceAttemptHTTP2:      true,
-		TLSHandshakeTimeout:    timeout,
-		ResponseHeaderTimeout:  timeout,
-		MaxResponseHeaderBytes: 64 << 10,
-		MaxIdleConns:           100,
-		MaxIdleConnsPerHost:    4,
-		IdleConnTimeout:        90 * time.Second,
-	}
-}
-
-// addressKind names why an address is not public, for the attempt log.
-func addressKind(a netip.Addr) string {
-	mapped := a.Is4In6()
-	a = a.Unmap()
-	kind := "reserved"
-	switch {
-	case a.IsLoopback():
-		kind = "loopback"
-	case a.IsPrivate():
-		kind = "private network"
-	case a.IsLinkLocalUnicast():
-		kind = "link-local"
-	case a.IsMulticast():
-		kind = "multicast"
-	case a.IsUnspecified():
-		kind = "unspecified"
-	}
-	if mapped {
-		kind += ", IPv4-mapped IPv6"
-	}
-	return kind
 }
 
 // jitter spreads d by up to +20% so failed deliveries do not retry in step.

@@ -37,10 +37,9 @@ func (memStore) Deliveries(context.Context, string) ([]store.DeliveryAttempt, er
 func (memStore) Redeliver(context.Context, string, string) (store.Record, error) {
 	return store.Record{}, store.ErrNotFound
 }
-func (memStore) Audit(context.Context, string) ([]store.AuditEntry, error) {
-	return nil, store.ErrNotFound
+func (memStore) VerifiedAudit(context.Context, string) ([]store.AuditEntry, []error, error) {
+	return nil, nil, store.ErrNotFound
 }
-func (memStore) VerifyChain(string, []store.AuditEntry) error                  { return nil }
 func (memStore) AuditIntakeRefusal(context.Context, store.IntakeRefusal) error { return nil }
 
 // fuzzNow is the moment of the seed example: its deadline is the next day.

@@ -103,6 +103,9 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 func (a *API) validate(raw []byte, agent string) (req *aah.Request, doc json.RawMessage, hash string, probs []aah.FieldError) {
 	tree, err := aah.Decode(raw)
 	if err == nil {
+		err = aah.CheckUnicode(raw) // before the decoded tree hides it as U+FFFD
+	}
+	if err == nil {
 		req, err = aah.ParseDecoded(tree, aah.ParseOptions{Now: a.opts.Now(), AllowInsecureCallbacks: a.opts.AllowInsecureCallbacks,
 			Defaults: a.opts.Lifecycle.SignOffFloor(agent)})
 	}

@@ -3,8 +3,10 @@ package webhook_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,11 +14,12 @@ import (
 	"github.com/approvalbot/approvalbot/webhook"
 )
 
-// Without CALLBACK_ALLOW_PRIVATE, every target that is (or resolves to) a
-// loopback, private, link-local, IPv4-mapped, unspecified or multicast
-// address is refused when the connection is about to be made, before any
-// packet leaves: the loopback test server sees nothing, and 10.x / 169.254.x
-// are never contacted (only loopback is ever really dialled by this test).
+// Without CALLBACK_ALLOW_PRIVATE, every target that is (or resolves only to)
+// a loopback, private, link-local, IPv4-mapped, unspecified or multicast
+// address is refused before any packet leaves: the loopback test server sees
+// nothing, and 10.x / 169.254.x are never contacted. Such a target can never
+// be allowed, so the delivery fails at once, visibly (dead, with the reason),
+// instead of being retried for a day.
 func TestDeliveryRefusesPrivateTargets(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -59,14 +62,11 @@ func TestDeliveryRefusesPrivateTargets(t *testing.T) {
 			if !strings.Contains(errText, "refused: "+c.want) {
 				t.Errorf("%s: recorded error %q, want a refusal (%q)", c.url, errText, c.want)
 			}
-			// The refusal comes from the dialer's control hook, which runs
-			// before connect(2): nothing was dialled. (A dial that went out
-			// would end in a connection or timeout error instead.)
-			if strings.Contains(c.want, "address") && !strings.HasPrefix(errText, "dial ") {
-				t.Errorf("%s: %q was not refused at dial time", c.url, errText)
+			if !strings.Contains(errText, "not retried") {
+				t.Errorf("%s: %q does not say the refusal is final", c.url, errText)
 			}
-			if rec.Delivery.State != store.DeliveryRetrying || rec.Delivery.Attempts != 1 {
-				t.Errorf("%s: delivery = %+v, want a refused attempt, retried later", c.url, rec.Delivery)
+			if rec.Delivery.State != store.DeliveryDead || rec.Delivery.Attempts != 1 || !rec.Delivery.NextAttemptAt.IsZero() {
+				t.Errorf("%s: delivery = %+v, want dead after one refused attempt, no retry", c.url, rec.Delivery)
 			}
 			attempts, err := e.st.Deliveries(t.Context(), id)
 			mustNil(t, err)
@@ -80,6 +80,61 @@ func TestDeliveryRefusesPrivateTargets(t *testing.T) {
 	}
 	if v := metricValue(t, reg, "approvalbot_callback_deliveries_total", map[string]string{"outcome": "refused"}); v < float64(len(cases)-2) {
 		t.Errorf("deliveries_total{refused} = %v", v)
+	}
+}
+
+// A name that cannot be resolved now may resolve later (a DNS outage, a
+// record not yet published): the attempt fails and is retried.
+func TestDeliveryRetriesWhenDNSFails(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	noDNS := &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("no DNS server reachable")
+	}}
+	d, _ := e.deliverer(func(o *webhook.DelivererOptions) { o.AllowPrivate = false; o.Resolver = noDNS })
+	e.create("dns-down", "https://agent.example.test/hook")
+	e.resolve("dns-down", responseFor("dns-down"), "msg_dns-down")
+	mustNil(t, d.Handle(t.Context(), deliverJob("dns-down")))
+	rec, err := e.st.Get(t.Context(), "dns-down")
+	mustNil(t, err)
+	if rec.Delivery.State != store.DeliveryRetrying || rec.Delivery.NextAttemptAt.IsZero() {
+		t.Errorf("delivery = %+v, want a failed attempt retried later", rec.Delivery)
+	}
+	if strings.Contains(rec.Delivery.LastError, "not retried") {
+		t.Errorf("a DNS failure was taken for a final refusal: %q", rec.Delivery.LastError)
+	}
+}
+
+// A name that resolved to a public address when checked but to a private
+// one at dial time (DNS rebinding) is still refused by the dial guard,
+// before any packet is sent; since the name may resolve differently again,
+// that refusal is retried, not final.
+func TestDeliveryRefusesANameThatRebindsAtDialTime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rc := newTLSReceiver(t)
+	_, port, _ := net.SplitHostPort(rc.srv.Listener.Addr().String())
+	var lookups atomic.Int32
+	dns := fakeDNSFunc(t, func() net.IP {
+		if lookups.Add(1) == 1 {
+			return net.IPv4(93, 184, 215, 14) // public: the check lets it through
+		}
+		return net.IPv4(127, 0, 0, 1)
+	})
+	d, _ := e.deliverer(func(o *webhook.DelivererOptions) { o.AllowPrivate = false; o.Resolver = dns })
+	e.create("rebinds", "https://rebinds.example.test:"+port+"/hook")
+	e.resolve("rebinds", responseFor("rebinds"), "msg_rebinds")
+	mustNil(t, d.Handle(t.Context(), deliverJob("rebinds")))
+	rec, err := e.st.Get(t.Context(), "rebinds")
+	mustNil(t, err)
+	if !strings.HasPrefix(rec.Delivery.LastError, "dial 127.0.0.1:") || !strings.Contains(rec.Delivery.LastError, "refused: private address") {
+		t.Errorf("recorded error %q, want the dial guard's refusal of 127.0.0.1", rec.Delivery.LastError)
+	}
+	if rec.Delivery.State != store.DeliveryRetrying || rec.Delivery.NextAttemptAt.IsZero() {
+		t.Errorf("delivery = %+v, want a refused attempt retried later", rec.Delivery)
+	}
+	if n := len(rc.got()); n != 0 {
+		t.Errorf("the loopback server received %d requests", n)
 	}
 }
 
@@ -120,6 +175,13 @@ func TestAllowPrivatePermitsLoopbackHTTP(t *testing.T) {
 // resolver asks only it.
 func fakeDNS(t *testing.T, ip net.IP) *net.Resolver {
 	t.Helper()
+	return fakeDNSFunc(t, func() net.IP { return ip })
+}
+
+// fakeDNSFunc is fakeDNS answering each A query with next(): a name that
+// rebinds between lookups.
+func fakeDNSFunc(t *testing.T, next func() net.IP) *net.Resolver {
+	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	mustNil(t, err)
 	t.Cleanup(func() { _ = pc.Close() })
@@ -130,7 +192,7 @@ func fakeDNS(t *testing.T, ip net.IP) *net.Resolver {
 			if err != nil {
 				return
 			}
-			if reply := dnsReply(buf[:n], ip); reply != nil {
+			if reply := dnsReply(buf[:n], next); reply != nil {
 				_, _ = pc.WriteTo(reply, from)
 			}
 		}
@@ -142,7 +204,7 @@ func fakeDNS(t *testing.T, ip net.IP) *net.Resolver {
 }
 
 // dnsReply answers a one-question query (RFC 1035 wire format).
-func dnsReply(q []byte, ip net.IP) []byte {
+func dnsReply(q []byte, next func() net.IP) []byte {
 	if len(q) < 12 || binary.BigEndian.Uint16(q[4:6]) != 1 {
 		return nil
 	}
@@ -162,7 +224,7 @@ func dnsReply(q []byte, ip net.IP) []byte {
 	if qtype == 1 { // A
 		out[7] = 1
 		out = append(out, 0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 0, 0, 4)
-		out = append(out, ip.To4()...)
+		out = append(out, next().To4()...)
 	}
 	return out
 }
