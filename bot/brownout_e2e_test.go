@@ -23,18 +23,23 @@ import (
 // time: a frozen command waits until its caller's context ends, so a test
 // that gets its answer has shown that the handler's deadline ended it.
 
-// freezer is a go-redis hook. Frozen, every command waits until its
-// context ends (or the freezer thaws) and fails with the context's error,
-// as a client with ContextTimeoutEnabled does against a Redis that does not
-// answer. Its other modes hold only transactions (MULTI … EXEC):
-// withholdAnswer lets them reach Redis and withholds the answer (a write
-// that lands while its caller gives up); deliverLate holds them until the
-// caller's deadline has passed and then delivers them (a frozen server
-// that gets to them late).
+// freezer is a go-redis hook that plays a Redis that stops answering.
+// Frozen, a command whose context has a deadline within bound fails at once
+// with context.DeadlineExceeded, as it would once that deadline passed
+// against a server that does not answer; one with no deadline, or a later
+// one, waits until its context ends or the freezer thaws, as it would
+// against the frozen server. So a request path that sets its deadline is
+// answered at once, whatever the machine's speed, and one that does not
+// hangs the test instead of passing it. Its other modes hold only
+// transactions (MULTI … EXEC): withholdAnswer lets them reach Redis and
+// fails them as frozen commands fail (a write that lands while its caller
+// gives up); deliverLate holds them until the caller's deadline has passed
+// and then delivers them (a frozen server that gets to them late).
 type freezer struct {
-	mu   sync.Mutex
-	mode freezeMode
-	thaw chan struct{}
+	mu    sync.Mutex
+	mode  freezeMode
+	thaw  chan struct{}
+	bound time.Duration // the longest deadline a request path may set
 	// pingDeadline is how far ahead the deadline of the last PING was
 	// when it arrived (0: it had none).
 	pingDeadline atomic.Int64
@@ -52,8 +57,8 @@ const (
 
 var errThawed = errors.New("freezer thawed while the command waited")
 
-func freeze(t *testing.T, rdb redis.UniversalClient) *freezer {
-	f := &freezer{thaw: make(chan struct{})}
+func freeze(t *testing.T, rdb redis.UniversalClient, bound time.Duration) *freezer {
+	f := &freezer{thaw: make(chan struct{}), bound: bound}
 	rdb.AddHook(f)
 	t.Cleanup(func() { f.set(thawed) })
 	return f
@@ -75,7 +80,16 @@ func (f *freezer) state() (freezeMode, <-chan struct{}) {
 	return f.mode, f.thaw
 }
 
+// wait is how a command fares against the frozen server: see freezer.
 func (f *freezer) wait(ctx context.Context, thaw <-chan struct{}) error {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= f.bound {
+		return context.DeadlineExceeded
+	}
+	return f.waitOut(ctx, thaw)
+}
+
+// waitOut waits until ctx ends or the freezer thaws.
+func (f *freezer) waitOut(ctx context.Context, thaw <-chan struct{}) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -107,9 +121,11 @@ func (f *freezer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		mode, thaw := f.state()
 		tx := len(cmds) > 0 && cmds[0].Name() == "multi"
 		switch {
-		case mode == frozen, mode == deliverLate && tx:
-			err := f.wait(ctx, thaw)
-			if mode == deliverLate && ctx.Err() != nil {
+		case mode == frozen:
+			return f.wait(ctx, thaw)
+		case mode == deliverLate && tx:
+			err := f.waitOut(ctx, thaw)
+			if ctx.Err() != nil {
 				f.late.Add(1)
 				_ = next(context.WithoutCancel(ctx), cmds)
 			}
@@ -125,12 +141,15 @@ func (f *freezer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 }
 
 // brownoutHarness is a harness over a Redis the returned freezer controls,
-// with short request deadlines: STORE_REQUEST_TIMEOUT storeTimeout and
-// REDIS_TIMEOUT redisTimeout (/readyz's ping).
+// with the request deadlines STORE_REQUEST_TIMEOUT storeTimeout and
+// REDIS_TIMEOUT redisTimeout (/readyz's ping). They are generous (the work
+// before and after the freeze must never miss them on a loaded machine):
+// the freezer fails a frozen command at once when its deadline is within
+// them, as if it had passed.
 func brownoutHarness(t *testing.T, storeTimeout, redisTimeout time.Duration) (*harness, *freezer) {
 	t.Helper()
 	rdb, prefix := redistest.Client(t)
-	f := freeze(t, rdb)
+	f := freeze(t, rdb, max(storeTimeout, redisTimeout))
 	h := newHarnessOn(t, rdb, prefix, slackemu.New(slackemu.Options{}), func(c *configT, _ *depsT) {
 		c.StoreRequestTimeout, c.RedisTimeout = storeTimeout, redisTimeout
 	})
@@ -172,7 +191,7 @@ func (h *harness) doHeaders(method, path string, body []byte) (response, http.He
 // was changed, as the state after the thaw shows.
 func TestBrownoutAPIAnswers503WithRetryAfter(t *testing.T) {
 	t.Parallel()
-	h, f := brownoutHarness(t, 200*time.Millisecond, 200*time.Millisecond)
+	h, f := brownoutHarness(t, 20*time.Second, 200*time.Millisecond)
 	id := h.postAndWaitQuiet(exampleWith(t, "brownout-api", nil))
 
 	f.set(frozen)
@@ -202,7 +221,7 @@ func TestBrownoutAPIAnswers503WithRetryAfter(t *testing.T) {
 // again: intake is idempotent on artifact.id.
 func TestBrownoutIntakeRetryOfALandedWriteIsADuplicate(t *testing.T) {
 	t.Parallel()
-	h, f := brownoutHarness(t, 200*time.Millisecond, 200*time.Millisecond)
+	h, f := brownoutHarness(t, 20*time.Second, 200*time.Millisecond)
 	body := exampleWith(t, "brownout-landed", nil)
 
 	f.set(withholdAnswer)
@@ -250,7 +269,7 @@ func TestBrownoutReadyzReportsAFrozenRedis(t *testing.T) {
 // thaw the request is unchanged.
 func TestBrownoutClickIsAckedAndNotRecorded(t *testing.T) {
 	t.Parallel()
-	h, f := brownoutHarness(t, 300*time.Millisecond, 200*time.Millisecond)
+	h, f := brownoutHarness(t, 20*time.Second, 200*time.Millisecond)
 	h.startJobs() // it also runs the ephemeral replies: it must outlive the click
 	id := h.postAndWait(exampleWith(t, "brownout-click", nil))
 	h.waitIdle()
@@ -287,8 +306,9 @@ func TestBrownoutLateTransactionIsRefusedByRedis(t *testing.T) {
 	if redistest.Kind() == "miniredis" {
 		t.Skip("the write fence needs a real Redis (an expiring WATCHed key fails EXEC)")
 	}
-	// The reads before the transaction must fit in 4/5 of the budget.
-	h, f := brownoutHarness(t, 2*time.Second, 200*time.Millisecond)
+	// The transaction is held until the click's deadline (10s) has passed;
+	// the reads before it have 4/5 of it, 8s, however loaded the machine.
+	h, f := brownoutHarness(t, 10*time.Second, 200*time.Millisecond)
 	h.startJobs()
 	id := h.postAndWait(exampleWith(t, "brownout-late", nil))
 	h.waitIdle()
