@@ -24,6 +24,17 @@ type Config struct {
 
 	RedisURL    string `envconfig:"REDIS_URL"`
 	RedisPrefix string `envconfig:"REDIS_PREFIX" default:"ab"`
+	// RedisDialTimeout bounds opening one connection to Redis, and
+	// RedisTimeout one command's write and read and the wait for a pooled
+	// connection (RedisOptions). They bound work that has no deadline of
+	// its own, such as jobs.
+	RedisDialTimeout time.Duration `envconfig:"REDIS_DIAL_TIMEOUT" default:"1s"`
+	RedisTimeout     time.Duration `envconfig:"REDIS_TIMEOUT" default:"1s"`
+	// StoreRequestTimeout is the deadline of the Redis work of one agent
+	// API request or one Slack interaction or command, from its arrival:
+	// past it the API answers 503 with Retry-After and Slack's reviewer is
+	// told to try again, inside Slack's 3-second ack deadline.
+	StoreRequestTimeout time.Duration `envconfig:"STORE_REQUEST_TIMEOUT" default:"2s"`
 
 	SlackBotToken       string        `envconfig:"SLACK_BOT_TOKEN"`
 	SlackSigningSecret  string        `envconfig:"SLACK_SIGNING_SECRET"`
@@ -205,6 +216,13 @@ func (c *Config) validate() error {
 	}
 	if c.ReminderMax < 0 || c.ReminderMax > 10 {
 		add("REMINDER_MAX must be from 0 (no reminders) to 10")
+	}
+	if c.RedisDialTimeout < 10*time.Millisecond || c.RedisDialTimeout > 30*time.Second ||
+		c.RedisTimeout < 10*time.Millisecond || c.RedisTimeout > 30*time.Second {
+		add("REDIS_DIAL_TIMEOUT and REDIS_TIMEOUT must be from 10ms to 30s")
+	}
+	if c.StoreRequestTimeout < 10*time.Millisecond || c.StoreRequestTimeout > MaxStoreRequestTimeout {
+		add("STORE_REQUEST_TIMEOUT must be from 10ms to %s (Slack wants its ack within 3s)", MaxStoreRequestTimeout)
 	}
 	if c.JobMaxAttempts < 1 {
 		add("JOB_MAX_ATTEMPTS must be at least 1")

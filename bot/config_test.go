@@ -151,13 +151,60 @@ func TestConfigSocketMode(t *testing.T) {
 	}
 }
 
+// Every Redis client the bot builds bounds every wait from configuration,
+// so a frozen Redis cannot hold a command for go-redis's defaults (5s dial
+// tried 5 times, 3s reads, 3 retries), and honours its caller's deadline.
+func TestConfigRedisOptionsBoundEveryWait(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("REDIS_URL", "redis://user:pw@10.0.0.7:6380/3")
+	cfg, err := bot.LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := cfg.RedisOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.DialTimeout != time.Second || opts.ReadTimeout != time.Second || opts.WriteTimeout != time.Second ||
+		opts.PoolTimeout != time.Second || opts.DialerRetries != 1 || opts.MaxRetries != 1 || !opts.ContextTimeoutEnabled {
+		t.Errorf("default options: %+v", opts)
+	}
+	if len(opts.Addrs) != 1 || opts.Addrs[0] != "10.0.0.7:6380" || opts.DB != 3 || opts.Username != "user" || opts.Password != "pw" {
+		t.Errorf("REDIS_URL not carried over: %+v", opts)
+	}
+	if cfg.StoreRequestTimeout != 2*time.Second {
+		t.Errorf("STORE_REQUEST_TIMEOUT default %s, want 2s", cfg.StoreRequestTimeout)
+	}
+
+	t.Setenv("REDIS_DIAL_TIMEOUT", "300ms")
+	t.Setenv("REDIS_TIMEOUT", "250ms")
+	if cfg, err = bot.LoadConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if opts, _ = cfg.RedisOptions(); opts.DialTimeout != 300*time.Millisecond || opts.ReadTimeout != 250*time.Millisecond ||
+		opts.WriteTimeout != 250*time.Millisecond || opts.PoolTimeout != 250*time.Millisecond {
+		t.Errorf("configured options: %+v", opts)
+	}
+
+	// A request's store budget must leave its Slack ack time to arrive.
+	t.Setenv("STORE_REQUEST_TIMEOUT", "3s")
+	t.Setenv("REDIS_TIMEOUT", "0s")
+	_, err = bot.LoadConfig()
+	for _, want := range []string{"STORE_REQUEST_TIMEOUT must be from 10ms to 2.5s", "REDIS_DIAL_TIMEOUT and REDIS_TIMEOUT"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+}
+
 func clearEnv(t *testing.T) {
 	for _, k := range []string{"LISTEN_ADDR", "REDIS_URL", "REDIS_PREFIX", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET",
 		"SLACK_API_URL", "SLACK_DEFAULT_CHANNEL", "SLACK_POST_INTERVAL", "INTAKE_TOKENS", "INTAKE_MAX_BODY_BYTES",
 		"CALLBACK_ALLOW_PRIVATE", "WORKER_CONCURRENCY", "JOB_LEASE", "JOB_MAX_ATTEMPTS", "JOB_POLL_INTERVAL",
 		"SHUTDOWN_TIMEOUT", "LOG_LEVEL", "LOG_FORMAT", "CALLBACK_SECRET", "AUDIT_KEY", "SLACK_COMMAND", "REMINDER_INTERVAL", "REMINDER_MAX",
 		"SLACK_APP_TOKEN", "SANDBOX_WORKSPACE", "ADMIN_USERS", "DEFAULT_REVIEWERS", "DEFAULT_REVIEWER_GROUPS",
-		"APPROVAL_QUORUM", "ALLOW_SELF_APPROVAL", "REQUIRE_REASON", "POLICY_OVERRIDE_AGENTS"} {
+		"APPROVAL_QUORUM", "ALLOW_SELF_APPROVAL", "REQUIRE_REASON", "POLICY_OVERRIDE_AGENTS",
+		"REDIS_DIAL_TIMEOUT", "REDIS_TIMEOUT", "STORE_REQUEST_TIMEOUT"} {
 		t.Setenv(k, "") // restores the original value after the test
 		_ = os.Unsetenv(k)
 	}

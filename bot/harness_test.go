@@ -85,6 +85,9 @@ func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *s
 		// Who decides requests that name nobody, as in local mode: without
 		// anyone, intake refuses them.
 		DefaultReviewers: slices.Clone(bot.LocalDefaultReviewers),
+		// No request fails its deadline however loaded the machine is;
+		// the brownout tests shorten it.
+		StoreRequestTimeout: guard,
 	}
 	cfg, err := cfg.WithTokens("pm:" + tokenPM + ",other:" + tokenOther)
 	if err != nil {

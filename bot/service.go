@@ -120,7 +120,7 @@ func NewService(d Deps) (*Service, error) {
 		SigningSecret: cfg.SlackSigningSecret, Decisions: decider, Requests: d.Store,
 		Slack: d.Slack, Async: async, Logger: d.Logger.With("component", "slack"), Registry: d.Registry,
 		Wake: func() { runner.Wake() }, Command: cfg.SlackCommand, Now: d.Now, Lists: d.Store, Home: d.Store,
-		Defaults: cfg.Policy().Defaults, CommandBudget: d.CommandBudget,
+		Defaults: cfg.Policy().Defaults, CommandBudget: d.CommandBudget, StoreBudget: cfg.storeRequestTimeout(),
 	})
 	if err != nil {
 		return nil, err
@@ -162,7 +162,7 @@ func NewService(d Deps) (*Service, error) {
 		Waiters: webhook.NewWaiters(d.Store.SubscribeChanges(changesCtx)),
 		Store:   d.Store, Lifecycle: decider, Tokens: cfg.Tokens(), AllowAnonymous: cfg.LocalMode(),
 		DefaultChannel: cfg.SlackDefaultChannel, MaxBodyBytes: cfg.IntakeMaxBodyBytes, Now: d.Now,
-		AllowInsecureCallbacks: cfg.CallbackAllowPrivate, Jobs: runner,
+		AllowInsecureCallbacks: cfg.CallbackAllowPrivate, Jobs: runner, StoreTimeout: cfg.storeRequestTimeout(),
 		Metrics: webhook.NewMetrics(d.Registry), Logger: d.Logger.With("component", "intake"),
 	})
 	if err != nil {
@@ -188,7 +188,9 @@ func NewService(d Deps) (*Service, error) {
 		writeStatus(w, http.StatusOK, "ok", "")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		// Within a second, Redis answering or not: a probe that hangs is
+		// as good as a failed one to an orchestrator, and slower to act on.
+		ctx, cancel := context.WithTimeout(r.Context(), cfg.readinessTimeout())
 		defer cancel()
 		writeReadiness(w, readiness(d.Store.Ping(ctx), auth, socket))
 	})

@@ -30,21 +30,19 @@ func OpenRedis(ctx context.Context, cfg Config, log *slog.Logger) (redis.Univers
 		return nil, nil, fmt.Errorf("REDIS_URL=%q asks for the embedded in-memory store, which only local mode "+
 			"(internal/localmode) starts: set REDIS_URL=redis://host:port/0", cfg.RedisURL)
 	}
-	opts, err := redis.ParseURL(cfg.RedisURL)
+	opts, err := cfg.RedisOptions()
 	if err != nil {
-		return nil, nil, fmt.Errorf("parse REDIS_URL: %w", err)
+		return nil, nil, err
 	}
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{
-		Addrs: []string{opts.Addr}, DB: opts.DB, Username: opts.Username, Password: opts.Password,
-		TLSConfig: opts.TLSConfig,
-	})
+	rdb := redis.NewUniversalClient(opts)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(pingCtx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, nil, fmt.Errorf("connect to redis at %s: %w", opts.Addr, err)
+		return nil, nil, fmt.Errorf("connect to redis at %s: %w", opts.Addrs[0], err)
 	}
-	log.InfoContext(ctx, "connected to redis", "addr", opts.Addr, "db", opts.DB)
+	log.InfoContext(ctx, "connected to redis", "addr", opts.Addrs[0], "db", opts.DB,
+		"dial_timeout", opts.DialTimeout, "timeout", opts.ReadTimeout)
 	return rdb, func() { _ = rdb.Close() }, nil
 }
 

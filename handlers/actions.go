@@ -69,6 +69,10 @@ func (s *Slack) settled(ctx context.Context, action, channel string, by aah.Pers
 	case errors.Is(err, store.ErrNotFound):
 		s.metrics.actions.WithLabelValues(action, "refused").Inc()
 		s.tellUser(channel, by.ID, ":grey_question: This request no longer exists.")
+	case storeTrouble(err) != "":
+		s.metrics.actions.WithLabelValues(action, "unavailable").Inc()
+		s.log.WarnContext(ctx, "could not record a reviewer action: store unavailable", "action", action, "user", by.ID, "err", err)
+		s.tellUser(channel, by.ID, storeTrouble(err))
 	case err != nil:
 		s.metrics.actions.WithLabelValues(action, "error").Inc()
 		s.log.ErrorContext(ctx, "could not record a reviewer action", "action", action, "user", by.ID, "err", err)

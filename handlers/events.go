@@ -71,6 +71,8 @@ func (s *Slack) Event(ctx context.Context, ev EventRequest) (any, error) {
 	default:
 		return nil, nil // app_rate_limited and others need no answer
 	}
+	ctx, cancel := s.storeDeadline(ctx) // unacked in time, Slack retries it anyway
+	defer cancel()
 	first, err := s.opts.Home.FirstDelivery(ctx, ev.EventID, eventDedupTTL)
 	if err != nil {
 		s.log.ErrorContext(ctx, "could not de-duplicate a Slack event", "event_id", ev.EventID, "err", err)

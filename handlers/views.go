@@ -9,6 +9,7 @@ import (
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/blocks"
+	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
 )
 
@@ -108,6 +109,13 @@ func (s *Slack) reply(ctx context.Context, block, action string, ref blocks.Moda
 			block = blocks.BlockComment
 		}
 		return fieldErrors(block, refusal.Reason)
+	case errors.Is(err, store.ErrOutcomeUnknown):
+		s.settled(ctx, action, ref.Channel, by, out, err)
+		return fieldErrors(block, "This could not be confirmed in time (the bot's database is slow). "+
+			"If the message does not show it within a few seconds, it was not saved: submit again.")
+	case store.Unavailable(err):
+		s.settled(ctx, action, ref.Channel, by, out, err)
+		return fieldErrors(block, "Not saved: the bot's database did not answer in time. Please submit again in a moment.")
 	case err != nil:
 		s.settled(ctx, action, ref.Channel, by, out, err)
 		return fieldErrors(block, "This could not be saved, please try again.")

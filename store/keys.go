@@ -38,6 +38,8 @@ const Shards = 16
 //	<p>:{sNN}:homepub:<user id>        string  when the user's last Home publish was scheduled (ms), for a window
 //	<p>:{sNN}:copies:<id>              hash    the request's other Slack messages (reminder and escalation
 //	                                           copies): attempts, first attempt ms and recorded copy, per effect
+//	<p>:{sNN}:fence:<uuid>             string  a write deadline (WriteBy): exists until then, WATCHed by
+//	                                           the update, whose EXEC fails once it expired
 //	<p>:pace:<channel>                 string  exists while a channel may not be posted to
 //	<p>:event:<event id>               string  exists while a Slack event was already received (retries are dropped)
 //	<p>:slackreq:<request id>          string  exists while a Slack interaction or slash command was already applied
@@ -126,6 +128,8 @@ func (k keys) auditRequest(id string) string { return k.slot(shardOf(id)) + ":au
 func (k keys) auditShard(shard int) string { return k.slot(shard) + ":audit" }
 
 func (k keys) auditShardHead(shard int) string { return k.slot(shard) + ":audit:head" }
+
+func (k keys) fence(shard int, token string) string { return k.slot(shard) + ":fence:" + token }
 
 func (k keys) deliveries(id string) string { return k.slot(shardOf(id)) + ":deliveries:" + id }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,9 +34,19 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 		return Record{}, ErrNotFound
 	}
 	reqKey, headKey := s.keys.request(id), s.keys.auditShardHead(shardOf(id))
+	writeBy, fenced := ctx.Value(writeByKey{}).(time.Time)
 	for attempt := range 200 {
 		var out Record
-		var quiet bool
+		var quiet, execSent bool
+		watched := []string{reqKey, headKey}
+		var fenceKey string
+		if fenced {
+			var err error
+			if fenceKey, err = s.setFence(ctx, id, writeBy); err != nil {
+				return Record{}, err
+			}
+			watched = append(watched, fenceKey)
+		}
 		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
 			h, err := tx.HGetAll(ctx, reqKey).Result()
 			if err != nil {
@@ -48,6 +59,15 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 			if err != nil && !errors.Is(err, redis.Nil) {
 				return err
 			}
+			if fenceKey != "" {
+				// Expired before WATCH saw it, the fence could not fail
+				// the EXEC: the deadline has passed, write nothing.
+				if n, err := tx.Exists(ctx, fenceKey).Result(); err != nil {
+					return err
+				} else if n == 0 {
+					return ErrWriteDeadline
+				}
+			}
 			rec := decodeRecord(h)
 			ch, err := decide(rec)
 			if err != nil {
@@ -58,12 +78,13 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 				return errNoChange
 			}
 			quiet = ch.auditOnly() || ch.Quiet
+			execSent = true
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				s.queueChange(ctx, p, rec, parseHead(h["audit_head"]), parseHead(head), ch)
 				return nil
 			})
 			return err
-		}, reqKey, headKey)
+		}, watched...)
 		switch {
 		case err == nil:
 			if !quiet {
@@ -73,15 +94,62 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 		case errors.Is(err, errNoChange):
 			return out, nil
 		case errors.Is(err, redis.TxFailedErr):
-			// Someone else changed the request or the shard's chain: back off
-			// a little (more as contention grows) and decide again.
+			// Someone else changed the request or the shard's chain (or
+			// the write deadline passed: the next attempt says so): back
+			// off a little (more as contention grows) and decide again.
 			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) * int64(min(attempt+1, 20)))))
 			continue
+		case execSent && Unavailable(err) && !errors.Is(err, ErrWriteDeadline):
+			// The MULTI/EXEC went out and no answer came back: Redis may
+			// have applied it (before the fence, with WriteBy).
+			return Record{}, fmt.Errorf("store: update %s: %w: %w", id, ErrOutcomeUnknown, err)
 		default:
 			return Record{}, err
 		}
 	}
 	return Record{}, fmt.Errorf("store: update %s: too much contention", id)
+}
+
+// ErrWriteDeadline is Update's error when the time given by WriteBy passed
+// before Redis applied the change: nothing was written. It is a deadline
+// (errors.Is context.DeadlineExceeded), so Unavailable reports it.
+var ErrWriteDeadline = fmt.Errorf("store: the write deadline passed before Redis applied the change, nothing was written: %w",
+	context.DeadlineExceeded)
+
+// ErrOutcomeUnknown marks Update's error when the transaction was sent but
+// no answer came back in time: Redis may or may not have applied it. Under
+// WriteBy it was applied, if at all, before the fence.
+var ErrOutcomeUnknown = errors.New("store: the change was sent but not confirmed")
+
+type writeByKey struct{}
+
+// WriteBy returns a context under which Update applies a change only if
+// Redis applies it before at, by Redis's clock (it must agree with this
+// process's, as NTP keeps it): past at, the transaction fails in Redis
+// itself, however late its EXEC reaches a frozen or slow server. A caller
+// that answers "not recorded" once at has passed (and before ctx's
+// deadline, which should come a little later so the answer of a change
+// applied just in time can still arrive) is then never contradicted by a
+// write that lands afterwards.
+//
+// It works by a fence: a key that expires at at, WATCHed with the request,
+// so that its expiry fails the EXEC (Redis 6.0.9 and later; PXAT needs
+// 6.2).
+func WriteBy(ctx context.Context, at time.Time) context.Context {
+	return context.WithValue(ctx, writeByKey{}, at)
+}
+
+// setFence writes the fence of one attempt of Update under WriteBy, or
+// returns ErrWriteDeadline when at has passed already.
+func (s *Store) setFence(ctx context.Context, id string, at time.Time) (string, error) {
+	if !time.Now().Before(at) {
+		return "", ErrWriteDeadline
+	}
+	key := s.keys.fence(shardOf(id), uuid.NewString())
+	if err := s.rdb.Do(ctx, "SET", key, "1", "PXAT", at.UnixMilli()).Err(); err != nil {
+		return "", fmt.Errorf("store: update %s: set the write fence: %w", id, err)
+	}
+	return key, nil
 }
 
 // queueChange queues ch on a MULTI pipeline; reqHead and shardHead are the

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -70,7 +71,19 @@ type Options struct {
 	Metrics *Metrics
 	Logger  *slog.Logger
 	Now     func() time.Time
+	// StoreTimeout is the deadline of one request's Redis work (a long
+	// poll's each read); default DefaultStoreTimeout. When it passes, or
+	// Redis cannot be reached, the API answers 503 with Retry-After.
+	StoreTimeout time.Duration
 }
+
+// DefaultStoreTimeout bounds a request's Redis work unless Options say
+// otherwise.
+const DefaultStoreTimeout = 2 * time.Second
+
+// RetryAfter is what a 503 asks the agent to wait before retrying, in
+// seconds: a Redis failover or a slow fork takes about that long.
+const RetryAfter = 2
 
 // API serves the agent-facing endpoints.
 type API struct {
@@ -87,6 +100,7 @@ func New(opts Options) (*API, error) {
 		return nil, errors.New("webhook: no intake tokens configured and anonymous intake not allowed")
 	}
 	opts.MaxBodyBytes = cmp.Or(opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	opts.StoreTimeout = cmp.Or(opts.StoreTimeout, DefaultStoreTimeout)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -100,14 +114,26 @@ func New(opts Options) (*API, error) {
 	return &API{opts: opts, log: log}, nil
 }
 
-// Register mounts the API's routes on mux.
+// Register mounts the API's routes on mux. Each request's Redis work has
+// a deadline of StoreTimeout (bounded); GET bounds each of its reads
+// instead, since a long poll waits longer than one.
 func (a *API) Register(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/requests", a.authenticated(a.create))
-	mux.HandleFunc("GET /v1/requests", a.authenticated(a.list))
+	mux.HandleFunc("POST /v1/requests", a.authenticated(a.bounded(a.create)))
+	mux.HandleFunc("GET /v1/requests", a.authenticated(a.bounded(a.list)))
 	mux.HandleFunc("GET /v1/requests/{id}", a.authenticated(a.get))
-	mux.HandleFunc("DELETE /v1/requests/{id}", a.authenticated(a.withdraw))
-	mux.HandleFunc("POST /v1/requests/{id}/redeliver", a.authenticated(a.redeliver))
-	mux.HandleFunc("GET /v1/requests/{id}/audit", a.authenticated(a.audit))
+	mux.HandleFunc("DELETE /v1/requests/{id}", a.authenticated(a.bounded(a.withdraw)))
+	mux.HandleFunc("POST /v1/requests/{id}/redeliver", a.authenticated(a.bounded(a.redeliver)))
+	mux.HandleFunc("GET /v1/requests/{id}/audit", a.authenticated(a.bounded(a.audit)))
+}
+
+// bounded runs h under a deadline of StoreTimeout from now: Redis work that
+// does not finish by then fails, and is answered with 503 (failed).
+func (a *API) bounded(h agentHandler) agentHandler {
+	return func(w http.ResponseWriter, r *http.Request, agent string) {
+		ctx, cancel := context.WithTimeout(r.Context(), a.opts.StoreTimeout)
+		defer cancel()
+		h(w, r.WithContext(ctx), agent)
+	}
 }
 
 type agentHandler func(w http.ResponseWriter, r *http.Request, agent string)
@@ -135,7 +161,7 @@ func (a *API) owned(w http.ResponseWriter, r *http.Request, agent string) (store
 		writeError(w, http.StatusNotFound, "no request with id "+quote(r.PathValue("id")))
 		return store.Record{}, false
 	case err != nil:
-		a.internal(w, r, "get request", err)
+		a.failed(w, r, "get request", err)
 		return store.Record{}, false
 	case rec.Agent != agent:
 		writeError(w, http.StatusForbidden, "request "+quote(rec.ID)+" belongs to another agent")
@@ -152,7 +178,9 @@ func (a *API) get(w http.ResponseWriter, r *http.Request, agent string) {
 	if !ok {
 		return
 	}
-	rec, ok := a.owned(w, r, agent)
+	ctx, cancel := context.WithTimeout(r.Context(), a.opts.StoreTimeout)
+	rec, ok := a.owned(w, r.WithContext(ctx), agent)
+	cancel()
 	if !ok {
 		return
 	}
@@ -160,12 +188,14 @@ func (a *API) get(w http.ResponseWriter, r *http.Request, agent string) {
 		var err error
 		if rec, err = a.awaitClosed(w, r, rec.ID, wait); err != nil {
 			if r.Context().Err() == nil {
-				a.internal(w, r, "get request", err)
+				a.failed(w, r, "get request", err)
 			}
 			return
 		}
 	}
-	a.writeDetail(w, r, http.StatusOK, rec)
+	ctx, cancel = context.WithTimeout(r.Context(), a.opts.StoreTimeout)
+	defer cancel()
+	a.writeDetail(w, r.WithContext(ctx), http.StatusOK, rec)
 }
 
 // writeDetail answers with the full view of one request: the list view plus
@@ -175,7 +205,7 @@ func (a *API) writeDetail(w http.ResponseWriter, r *http.Request, status int, re
 	if v.Callback != nil {
 		attempts, err := a.opts.Store.Deliveries(r.Context(), rec.ID)
 		if err != nil {
-			a.internal(w, r, "read delivery attempts", err)
+			a.failed(w, r, "read delivery attempts", err)
 			return
 		}
 		v.Callback.Attempts = attempts
@@ -201,7 +231,7 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request, agent string) {
 		writeError(w, http.StatusNotFound, "no request with id "+quote(r.PathValue("id")))
 		return
 	case err != nil:
-		a.internal(w, r, "redeliver", err)
+		a.failed(w, r, "redeliver", err)
 		return
 	}
 	a.log.InfoContext(r.Context(), "redelivery requested", "request_id", rec.ID, "agent", agent)
@@ -228,7 +258,7 @@ func (a *API) audit(w http.ResponseWriter, r *http.Request, agent string) {
 	}
 	entries, problems, err := a.opts.Store.VerifiedAudit(r.Context(), rec.ID)
 	if err != nil {
-		a.internal(w, r, "read audit", err)
+		a.failed(w, r, "read audit", err)
 		return
 	}
 	v := auditView{Entries: entries, Verified: len(problems) == 0}
@@ -256,8 +286,12 @@ func (a *API) withdraw(w http.ResponseWriter, r *http.Request, agent string) {
 	case errors.Is(err, store.ErrNotOpen):
 		writeError(w, http.StatusConflict, "request "+quote(rec.ID)+" is already "+string(rec.Status)+" and cannot be withdrawn")
 		return
+	case store.Unavailable(err):
+		a.unavailable(w, r, "withdraw request", err, "the withdrawal could not be confirmed: the store (Redis) did not answer in time. "+
+			"Retry after Retry-After; if it was applied meanwhile, the retry answers 409 with the request withdrawn")
+		return
 	case err != nil:
-		a.internal(w, r, "withdraw request", err)
+		a.failed(w, r, "withdraw request", err)
 		return
 	}
 	a.log.InfoContext(r.Context(), "request withdrawn", "request_id", rec.ID, "agent", agent)
@@ -271,9 +305,24 @@ func (a *API) wake() {
 	}
 }
 
-func (a *API) internal(w http.ResponseWriter, r *http.Request, op string, err error) {
+// failed answers a store failure: 503 with Retry-After when Redis did not
+// answer in time or could not be reached (store.Unavailable), else 500.
+func (a *API) failed(w http.ResponseWriter, r *http.Request, op string, err error) {
+	if store.Unavailable(err) {
+		a.unavailable(w, r, op, err, "the store (Redis) did not answer in time; retry after Retry-After")
+		return
+	}
 	a.log.ErrorContext(r.Context(), "api: "+op+" failed", "err", err)
 	writeError(w, http.StatusInternalServerError, "internal error; the request was not changed")
+}
+
+// unavailable is 503 with Retry-After: Redis did not answer within the
+// request's deadline, or could not be reached. msg says what the agent
+// should do.
+func (a *API) unavailable(w http.ResponseWriter, r *http.Request, op string, err error, msg string) {
+	a.log.WarnContext(r.Context(), "api: "+op+": store unavailable", "err", err)
+	w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
+	writeError(w, http.StatusServiceUnavailable, "store unavailable: "+msg)
 }
 
 func quote(s string) string {

@@ -79,9 +79,18 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		writeError(w, http.StatusConflict, "a different request with id "+quote(req.Artifact.ID)+" already exists; "+
 			"resubmit the identical body to retry, or use a new artifact.id")
 		return
+	case store.Unavailable(err):
+		// Maybe stored: the write may have reached Redis before the
+		// deadline cut the wait for its answer. Intake is idempotent on
+		// artifact.id, so the retry this asks for answers 200 with the
+		// stored request instead of storing it twice.
+		a.opts.Metrics.intake("unavailable")
+		a.unavailable(w, r, "store request", err, "the request could not be stored in time: Redis did not answer. "+
+			"Resubmit the identical body after Retry-After; if it was stored meanwhile, the retry answers 200 with it")
+		return
 	case err != nil:
 		a.opts.Metrics.intake("error")
-		a.internal(w, r, "store request", err)
+		a.failed(w, r, "store request", err)
 		return
 	case !created:
 		a.opts.Metrics.intake("duplicate")

@@ -34,7 +34,7 @@ func (a *API) refuseByPolicy(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	if err := a.opts.Store.AuditIntakeRefusal(ctx, refusal); err != nil {
 		a.opts.Metrics.intake("error")
-		a.internal(w, r, "audit a refused request", err)
+		a.failed(w, r, "audit a refused request", err)
 		return
 	}
 	a.opts.Metrics.intake("refused")

@@ -169,7 +169,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request, agent string) {
 		writeError(w, http.StatusBadRequest, "invalid query", aah.FieldError{Field: "cursor", Message: "is not a cursor this server issued"})
 		return
 	} else if err != nil {
-		a.internal(w, r, "list requests", err)
+		a.failed(w, r, "list requests", err)
 		return
 	}
 	out := listView{Items: make([]requestView, len(page.Items)), NextCursor: page.NextCursor}

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -110,7 +111,7 @@ func (a *API) awaitClosed(w http.ResponseWriter, r *http.Request, id string, wai
 	defer timer.Stop()
 	for {
 		woken, cancel, ok := a.opts.Waiters.register(id)
-		rec, err := a.opts.Store.Get(ctx, id)
+		rec, err := a.getBounded(ctx, id)
 		if err != nil || !rec.Status.Open() || !ok {
 			cancel()
 			return rec, err
@@ -121,12 +122,19 @@ func (a *API) awaitClosed(w http.ResponseWriter, r *http.Request, id string, wai
 			continue
 		case <-timer.C:
 			cancel()
-			return a.opts.Store.Get(ctx, id)
+			return a.getBounded(ctx, id)
 		case <-ctx.Done():
 			cancel()
 			return store.Record{}, ctx.Err()
 		}
 	}
+}
+
+// getBounded reads a request under a deadline of StoreTimeout.
+func (a *API) getBounded(ctx context.Context, id string) (store.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.opts.StoreTimeout)
+	defer cancel()
+	return a.opts.Store.Get(ctx, id)
 }
 
 // parseWait reads the wait query parameter: a duration ("30s", "1m") or
