@@ -39,11 +39,23 @@ type commandQuery struct {
 // commands is POST /slack/commands: the slash command.
 func (s *Slack) commands(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	form, ok := s.verified(w, r)
+	form, body, ok := s.verified(w, r)
 	if !ok {
 		return
 	}
 	defer func() { s.metrics.ack.WithLabelValues("slash_command").Observe(time.Since(start).Seconds()) }()
+	ctx, cancel := s.storeDeadline(r.Context())
+	first, err := s.replayed(ctx, r, body)
+	cancel()
+	switch {
+	case err != nil:
+		s.log.WarnContext(r.Context(), "could not check a slash command for replay; not answered", "user", form.Get("user_id"), "err", err)
+		writeAck(w, ephemeral(blocks.Notice(":warning: The bot's database did not answer in time. Please try again in a moment.")))
+		return
+	case !first:
+		w.WriteHeader(http.StatusOK) // a replay: nothing applied, nothing said
+		return
+	}
 	writeAck(w, s.Command(r.Context(), slack.SlashCommand{
 		Command: form.Get("command"), Text: form.Get("text"), UserID: form.Get("user_id"),
 		ChannelID: form.Get("channel_id"), ChannelName: form.Get("channel_name"), ResponseURL: form.Get("response_url"),

@@ -54,24 +54,18 @@ func (s *Slack) firstApplied(ctx context.Context, id string, ttl time.Duration) 
 	return s.opts.Replays.FirstSlackRequest(ctx, id, ttl)
 }
 
-// notReplayed reports whether a verified HTTP request is new. A replay is
-// answered 200 with nothing (the original was acked; the replay changes
-// nothing and its sender learns nothing); when Redis cannot tell, 503,
-// since applying it might apply it twice.
-func (s *Slack) notReplayed(w http.ResponseWriter, r *http.Request, body []byte) bool {
+// replayed reports whether a verified HTTP request is applied for the first
+// time; a replay is counted and logged here, and its caller answers it 200
+// with nothing (the original was acked; the replay changes nothing and its
+// sender learns nothing). An error means Redis could not tell, and the
+// request must not be applied: it might apply twice.
+func (s *Slack) replayed(ctx context.Context, r *http.Request, body []byte) (first bool, err error) {
 	id := httpRequestID(r, body)
-	first, err := s.firstApplied(r.Context(), id, replayTTL)
-	switch {
-	case err != nil:
-		s.log.ErrorContext(r.Context(), "could not check a Slack request for replay", "err", err)
-		http.Error(w, "request not recorded, try again", http.StatusServiceUnavailable)
-		return false
-	case !first:
+	first, err = s.firstApplied(ctx, id, replayTTL)
+	if err == nil && !first {
 		s.metrics.replays.WithLabelValues("http").Inc()
-		s.log.WarnContext(r.Context(), "replayed Slack request ignored: this signed request was already applied",
+		s.log.WarnContext(ctx, "replayed Slack request ignored: this signed request was already applied",
 			"path", r.URL.Path, "request", id, "remote", r.RemoteAddr)
-		w.WriteHeader(http.StatusOK)
-		return false
 	}
-	return true
+	return first, err
 }

@@ -8,6 +8,7 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/approval"
+	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
@@ -169,20 +171,20 @@ func (s *Slack) Register(mux *http.ServeMux) {
 }
 
 // verified reads the body once, checks Slack's v0 signature over it (and
-// that its timestamp is within five minutes) and that it is not a replay of
-// one already applied, and only then parses the form. When it reports not
-// ok it has answered the request.
-func (s *Slack) verified(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+// that its timestamp is within five minutes), and only then parses the
+// form; the caller checks it is not a replay (replayed). When it reports
+// not ok it has answered the request.
+func (s *Slack) verified(w http.ResponseWriter, r *http.Request) (url.Values, []byte, bool) {
 	body, ok := s.verifiedBody(w, r)
-	if !ok || !s.notReplayed(w, r, body) {
-		return nil, false
+	if !ok {
+		return nil, nil, false
 	}
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
 		http.Error(w, "malformed form body", http.StatusBadRequest)
-		return nil, false
+		return nil, nil, false
 	}
-	return form, true
+	return form, body, true
 }
 
 // verifiedBody reads the body once and checks Slack's v0 signature over it
@@ -208,10 +210,13 @@ func (s *Slack) verifiedBody(w http.ResponseWriter, r *http.Request) ([]byte, bo
 	return body, true
 }
 
-// interactions is POST /slack/interactions.
+// interactions is POST /slack/interactions. Its Redis work, the replay
+// check included, has one StoreBudget from arrival.
 func (s *Slack) interactions(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	form, ok := s.verified(w, r)
+	ctx, cancel := s.storeDeadline(r.Context())
+	defer cancel()
+	form, body, ok := s.verified(w, r)
 	if !ok {
 		return
 	}
@@ -220,8 +225,35 @@ func (s *Slack) interactions(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "payload is not an interaction", http.StatusBadRequest)
 		return
 	}
-	writeAck(w, s.Interaction(r.Context(), &cb))
-	s.metrics.ack.WithLabelValues(string(cb.Type)).Observe(time.Since(start).Seconds())
+	defer func() { s.metrics.ack.WithLabelValues(string(cb.Type)).Observe(time.Since(start).Seconds()) }()
+	switch first, err := s.replayed(ctx, r, body); {
+	case err != nil:
+		writeAck(w, s.unrecorded(ctx, &cb, err))
+	case first:
+		writeAck(w, s.Interaction(ctx, &cb))
+	default:
+		w.WriteHeader(http.StatusOK) // a replay: nothing applied, nothing said
+	}
+}
+
+// unrecorded acks an interaction whose replay check Redis could not answer.
+// It is not applied (it might be a replay: the check fails closed), and the
+// person is told to try again, as when the answer itself cannot be stored.
+func (s *Slack) unrecorded(ctx context.Context, cb *slack.InteractionCallback, err error) any {
+	s.log.WarnContext(ctx, "could not check a Slack interaction for replay; not applied", "type", cb.Type, "user", cb.User.ID, "err", err)
+	msg := notRecorded
+	switch cb.Type {
+	case slack.InteractionTypeViewSubmission:
+		block := blocks.BlockComment
+		if cb.View.CallbackID == blocks.ModalInput {
+			block = blocks.BlockValue
+		}
+		return fieldErrors(block, msg)
+	case slack.InteractionTypeBlockActions:
+		channel := cmp.Or(cb.Channel.ID, cb.Container.ChannelID)
+		s.tellUser(channel, cb.User.ID, msg)
+	}
+	return nil
 }
 
 // defaultStoreBudget bounds an interaction's Redis work unless Options say
@@ -263,12 +295,25 @@ func (s *Slack) Interaction(ctx context.Context, cb *slack.InteractionCallback) 
 
 // storeDeadline bounds a request's Redis work by StoreBudget from now; a
 // change under it is applied only if Redis applies it before 4/5 of the
-// budget (store.WriteBy).
+// budget (store.WriteBy). Under a budget already, ctx keeps it: the HTTP
+// endpoints start theirs on arrival, before the replay check.
 func (s *Slack) storeDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Value(budgetKey{}) != nil {
+		return ctx, func() {}
+	}
+	ctx = context.WithValue(ctx, budgetKey{}, true)
 	now := time.Now()
 	ctx, cancel := context.WithDeadline(ctx, now.Add(s.opts.StoreBudget))
 	return store.WriteBy(ctx, now.Add(s.opts.StoreBudget*4/5)), cancel
 }
+
+// notRecorded tells a reviewer their answer was not stored because Redis
+// did not answer in time.
+const notRecorded = ":warning: Your answer was not recorded: the bot's database did not answer in time. " +
+	"Please try again in a moment."
+
+// budgetKey marks a context that carries a store budget (storeDeadline).
+type budgetKey struct{}
 
 // storeTrouble is what a reviewer is told when Redis did not answer in
 // time (store.Unavailable), and "" for any other error.
@@ -278,8 +323,7 @@ func storeTrouble(err error) string {
 		return ":warning: Your answer could not be confirmed in time: the bot's database is slow. " +
 			"If the message does not show it within a few seconds, it was not recorded; please try again."
 	case store.Unavailable(err):
-		return ":warning: Your answer was not recorded: the bot's database did not answer in time. " +
-			"Please try again in a moment."
+		return notRecorded
 	}
 	return ""
 }
