@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/store"
+	"github.com/approvalbot/approvalbot/store/redistest"
 	"github.com/approvalbot/approvalbot/webhook"
 )
 
@@ -295,8 +296,7 @@ func TestAuditEndpoint(t *testing.T) {
 	}
 
 	// Tamper with the second entry.
-	keys, err := e.rdb.Keys(t.Context(), e.prefix+":*:audit:audited").Result()
-	mustNil(t, err)
+	keys := redistest.Keys(t, e.rdb, e.prefix+":*:audit:audited")
 	if len(keys) != 1 {
 		t.Fatalf("audit keys %v", keys)
 	}
