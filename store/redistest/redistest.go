@@ -21,7 +21,6 @@ package redistest
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,12 +124,10 @@ func start() {
 // with the parent-death signal where the OS offers it (see sysproc_*.go), and
 // TestMain-less packages rely on that.
 func startServer(bin string) error {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
-		return fmt.Errorf("find a free port: %w", err)
+		return err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
 	dir, err := os.MkdirTemp("", "redistest")
 	if err != nil {
 		return fmt.Errorf("temp dir: %w", err)
