@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/blocks"
@@ -40,7 +39,7 @@ func TestSentinelFailover(t *testing.T) {
 	replica := redistest.StartServer(t, "", "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
 	replicaClient := redis.NewClient(&redis.Options{Addr: replica.Addr})
 	defer replicaClient.Close()
-	waitUntil(t, "the replica's link to the master is up", func() bool {
+	eventually(t, "the replica's link to the master is up", func() bool {
 		return infoField(ctx, replicaClient, "replication", "master_link_status") == "up"
 	})
 	const name = "approvalbot"
@@ -51,7 +50,7 @@ func TestSentinelFailover(t *testing.T) {
 	defer sentinelClient.Close()
 	// A Sentinel promotes only a replica it knows of; it learns of them
 	// from the master's INFO.
-	waitUntil(t, "the Sentinel knows the replica", func() bool {
+	eventually(t, "the Sentinel knows the replica", func() bool {
 		replicas, err := sentinelClient.Replicas(ctx, name).Result()
 		return err == nil && len(replicas) == 1 && replicas[0]["port"] == strconv.Itoa(replica.Port)
 	})
@@ -92,13 +91,13 @@ func TestSentinelFailover(t *testing.T) {
 	if err != nil {
 		t.Fatalf("master_repl_offset: %v", err)
 	}
-	waitUntil(t, "the replica has every acknowledged write", func() bool {
+	eventually(t, "the replica has every acknowledged write", func() bool {
 		got, err := strconv.ParseInt(infoField(ctx, replicaClient, "replication", "slave_repl_offset"), 10, 64)
 		return err == nil && got >= acked
 	})
 
 	master.Kill()
-	waitUntil(t, "the Sentinel promotes the replica", func() bool {
+	eventually(t, "the Sentinel promotes the replica", func() bool {
 		addr, err := sentinelClient.GetMasterAddrByName(ctx, name).Result()
 		return err == nil && len(addr) == 2 && addr[1] == strconv.Itoa(replica.Port) &&
 			infoField(ctx, replicaClient, "replication", "role") == "master"
@@ -156,17 +155,4 @@ func infoField(ctx context.Context, rdb *redis.Client, section, field string) st
 		}
 	}
 	return ""
-}
-
-// waitUntil polls cond until it holds. The bound only stops a hung test; a
-// failover on a saturated machine may take many seconds.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	giveUp := time.Now().Add(2 * guard)
-	for !cond() {
-		if time.Now().After(giveUp) {
-			t.Fatalf("gave up waiting until %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
