@@ -26,7 +26,7 @@ type Config struct {
 	RedisPrefix string `envconfig:"REDIS_PREFIX" default:"ab"`
 	// RedisDialTimeout bounds opening one connection to Redis, and
 	// RedisTimeout one command's write and read and the wait for a pooled
-	// connection (RedisOptions). They bound work that has no deadline of
+	// connection, on every client built (redis.go). They bound work that has no deadline of
 	// its own, such as jobs.
 	RedisDialTimeout time.Duration `envconfig:"REDIS_DIAL_TIMEOUT" default:"1s"`
 	RedisTimeout     time.Duration `envconfig:"REDIS_TIMEOUT" default:"1s"`
@@ -179,8 +179,11 @@ func (c *Config) validate() error {
 		add("SLACK_API_URL must be an absolute URL ending in /, e.g. https://slack.com/api/")
 	}
 	if !c.EmbeddedRedis() {
-		if _, err := url.Parse(c.RedisURL); err != nil || !strings.HasPrefix(c.RedisURL, "redis") {
-			add("REDIS_URL must look like redis://[user:password@]host:port/db, rediss://… or " + MemoryRedisURL)
+		if _, err := parseRedisURL(c.RedisURL); err != nil {
+			add("REDIS_URL must look like redis://[user:password@]host:port/db (one node), "+
+				"redis+cluster://[user:password@]host1:port1,host2:port2/ (a Redis Cluster), "+
+				"redis+sentinel://[user:password@]sentinel1:port1,sentinel2:port2/<master name>/db (Sentinel), "+
+				"rediss… for TLS, or "+MemoryRedisURL+" (%v)", err)
 		}
 	}
 	var l slog.Level

@@ -81,6 +81,18 @@ func TestConfigProduction(t *testing.T) {
 	if cfg.LocalMode() || cfg.EmbeddedRedis() || cfg.CallbackAllowPrivate || cfg.SlackDefaultChannel != "" || cfg.Tokens().Len() != 2 {
 		t.Errorf("unexpected production config: %+v", cfg)
 	}
+	// A Cluster and a Sentinel-managed master are REDIS_URLs too; a bad one
+	// is refused naming the variable, never echoing its password.
+	for _, u := range []string{"redis+cluster://u:pw@10.0.0.1:6379,10.0.0.2:6379/", "rediss+sentinel://s1:26379,s2:26379/mymaster/0"} {
+		t.Setenv("REDIS_URL", u)
+		if _, err := bot.LoadConfig(); err != nil {
+			t.Errorf("REDIS_URL=%s: %v", u, err)
+		}
+	}
+	t.Setenv("REDIS_URL", "redis+cluster://u:hunter2@10.0.0.1:6379/1")
+	if _, err := bot.LoadConfig(); err == nil || !strings.Contains(err.Error(), "REDIS_URL") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("a Cluster URL with a database: %v; want a refusal naming REDIS_URL without the password", err)
+	}
 }
 
 // A real Slack token with no REDIS_URL is refused, saying why and how to opt
@@ -161,7 +173,7 @@ func TestConfigRedisOptionsBoundEveryWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := cfg.RedisOptions()
+	opts, err := bot.NodeClientOptions(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +181,7 @@ func TestConfigRedisOptionsBoundEveryWait(t *testing.T) {
 		opts.PoolTimeout != time.Second || opts.DialerRetries != 1 || opts.MaxRetries != 1 || !opts.ContextTimeoutEnabled {
 		t.Errorf("default options: %+v", opts)
 	}
-	if len(opts.Addrs) != 1 || opts.Addrs[0] != "10.0.0.7:6380" || opts.DB != 3 || opts.Username != "user" || opts.Password != "pw" {
+	if opts.Addr != "10.0.0.7:6380" || opts.DB != 3 || opts.Username != "user" || opts.Password != "pw" {
 		t.Errorf("REDIS_URL not carried over: %+v", opts)
 	}
 	if cfg.StoreRequestTimeout != 2*time.Second {
@@ -181,7 +193,7 @@ func TestConfigRedisOptionsBoundEveryWait(t *testing.T) {
 	if cfg, err = bot.LoadConfig(); err != nil {
 		t.Fatal(err)
 	}
-	if opts, _ = cfg.RedisOptions(); opts.DialTimeout != 300*time.Millisecond || opts.ReadTimeout != 250*time.Millisecond ||
+	if opts, _ = bot.NodeClientOptions(cfg); opts.DialTimeout != 300*time.Millisecond || opts.ReadTimeout != 250*time.Millisecond ||
 		opts.WriteTimeout != 250*time.Millisecond || opts.PoolTimeout != 250*time.Millisecond {
 		t.Errorf("configured options: %+v", opts)
 	}

@@ -61,11 +61,27 @@ func realRedis(hooks ...redis.Hook) backend {
 	return func(t *testing.T, opts store.Options) *store.Store {
 		t.Helper()
 		rdb, prefix := redistest.Client(t)
-		for _, h := range hooks {
-			rdb.AddHook(h)
-		}
+		addHooks(rdb, hooks...)
 		opts.Prefix = prefix
 		return mustNew(t, rdb, opts)
+	}
+}
+
+// addHooks adds hooks to rdb so that they see every command it sends. A
+// Cluster client runs WATCH transactions on its node clients, which its own
+// hooks do not cover, so there the hooks go on each node client as it is
+// made instead (and see every command once).
+func addHooks(rdb redis.UniversalClient, hooks ...redis.Hook) {
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		c.OnNewNode(func(n *redis.Client) {
+			for _, h := range hooks {
+				n.AddHook(h)
+			}
+		})
+		return
+	}
+	for _, h := range hooks {
+		rdb.AddHook(h)
 	}
 }
 

@@ -10,13 +10,30 @@ import (
 	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // approvalbot audit verify passes on intact chains and names the first bad
 // entry of a tampered one. (Not parallel: it sets environment variables.)
 func TestAuditVerifyCommand(t *testing.T) {
 	rdb, prefix := redistest.Client(t)
-	t.Setenv("REDIS_URL", redistest.URL(t))
+	testAuditVerify(t, rdb, redistest.URL(t), prefix)
+}
+
+// audit verify reaches a master through Sentinel too (a Cluster is the
+// test above, under REDIS_CLUSTER_ADDRS). Skipped without redis-server.
+func TestAuditVerifyCommandThroughSentinel(t *testing.T) {
+	master := redistest.StartServer(t, "")
+	sentinel := redistest.StartServer(t, fmt.Sprintf("sentinel monitor m1 127.0.0.1 %d 1\n", master.Port), "--sentinel")
+	rdb := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer rdb.Close()
+	testAuditVerify(t, rdb, "redis+sentinel://"+sentinel.Addr+"/m1/0", "sentinel")
+}
+
+// testAuditVerify runs the command with REDIS_URL=redisURL on chains it
+// writes through rdb, the same Redis.
+func testAuditVerify(t *testing.T, rdb redis.UniversalClient, redisURL, prefix string) {
+	t.Setenv("REDIS_URL", redisURL)
 	t.Setenv("REDIS_PREFIX", prefix)
 	t.Setenv("AUDIT_KEY", "cli-test-key")
 	t.Setenv("SLACK_BOT_TOKEN", "")

@@ -1,4 +1,8 @@
-// Package redistest gives tests a real Redis. With REDIS_URL set it uses that
+// Package redistest gives tests a real Redis. With REDIS_CLUSTER_ADDRS set
+// (host:port,host:port,… of a Redis Cluster's nodes) every client is a
+// Cluster client, so the suites prove the key layout and every command on
+// Cluster: keys carry a {sNN} hash tag and the per-test prefix none, so a
+// prefix never moves a key to another slot. With REDIS_URL set it uses that
 // server; otherwise it starts one redis-server per test binary on a free
 // loopback port and stops it when the tests end. Each caller gets a unique
 // key prefix, so tests (and test binaries sharing REDIS_URL) never collide
@@ -17,7 +21,6 @@ package redistest
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,11 +35,13 @@ import (
 )
 
 var (
-	once    sync.Once
-	addr    string // host:port or redis URL of the shared server
-	initErr error
-	seq     atomic.Int64
-	kind    string // "REDIS_URL", "redis-server" or "miniredis"
+	once sync.Once
+	addr string // redis URL of the shared server; redis+cluster:// for a Cluster
+	// clusterAddrs are REDIS_CLUSTER_ADDRS' seed nodes (nil: not a Cluster).
+	clusterAddrs []string
+	initErr      error
+	seq          atomic.Int64
+	kind         string // "REDIS_CLUSTER_ADDRS", "REDIS_URL", "redis-server" or "miniredis"
 	// fallback is the embedded store used without REDIS_URL or redis-server.
 	fallback *memredis.Server
 )
@@ -49,14 +54,17 @@ func Client(tb testing.TB) (redis.UniversalClient, string) {
 	if initErr != nil {
 		tb.Fatalf("redistest: %v", initErr)
 	}
-	opts, err := redis.ParseURL(addr)
-	if err != nil {
-		tb.Fatalf("redistest: parse %q: %v", addr, err)
-	}
-	var rdb *redis.Client
-	if fallback != nil {
+	var rdb redis.UniversalClient
+	switch {
+	case clusterAddrs != nil:
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: clusterAddrs})
+	case fallback != nil:
 		rdb = fallback.Client() // keys expire on the wall clock, as in Redis
-	} else {
+	default:
+		opts, err := redis.ParseURL(addr)
+		if err != nil {
+			tb.Fatalf("redistest: parse %q: %v", addr, err)
+		}
 		rdb = redis.NewClient(opts)
 	}
 	tb.Cleanup(func() { _ = rdb.Close() })
@@ -67,6 +75,9 @@ func Client(tb testing.TB) (redis.UniversalClient, string) {
 // Kind says which server backs the tests.
 func Kind() string { once.Do(start); return kind }
 
+// Cluster is true when the tests run on a Redis Cluster (REDIS_CLUSTER_ADDRS).
+func Cluster() bool { once.Do(start); return clusterAddrs != nil }
+
 func sanitize(name string) string {
 	r := strings.NewReplacer("/", "_", " ", "_", "{", "", "}", "", ":", "_")
 	if len(name) > 40 {
@@ -76,6 +87,16 @@ func sanitize(name string) string {
 }
 
 func start() {
+	if a := os.Getenv("REDIS_CLUSTER_ADDRS"); a != "" {
+		for s := range strings.SplitSeq(a, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				clusterAddrs = append(clusterAddrs, s)
+			}
+		}
+		addr, kind = "redis+cluster://"+strings.Join(clusterAddrs, ",")+"/", "REDIS_CLUSTER_ADDRS"
+		initErr = pingCluster(clusterAddrs)
+		return
+	}
 	if u := os.Getenv("REDIS_URL"); u != "" {
 		addr, kind = u, "REDIS_URL"
 		initErr = ping(u)
@@ -103,12 +124,10 @@ func start() {
 // with the parent-death signal where the OS offers it (see sysproc_*.go), and
 // TestMain-less packages rely on that.
 func startServer(bin string) error {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
-		return fmt.Errorf("find a free port: %w", err)
+		return err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
 	dir, err := os.MkdirTemp("", "redistest")
 	if err != nil {
 		return fmt.Errorf("temp dir: %w", err)
@@ -144,8 +163,27 @@ func ping(u string) error {
 	return rdb.Ping(ctx).Err()
 }
 
-// URL is the shared test Redis as a redis:// URL, for code that reads
-// REDIS_URL itself (commands under test).
+// pingCluster checks that the Cluster answers and has every slot served:
+// tests on a half-formed Cluster would fail with CLUSTERDOWN far from the
+// cause.
+func pingCluster(addrs []string) error {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := rdb.ClusterInfo(ctx).Result()
+	if err != nil {
+		return fmt.Errorf("CLUSTER INFO on REDIS_CLUSTER_ADDRS=%s: %w", strings.Join(addrs, ","), err)
+	}
+	if !strings.Contains(info, "cluster_state:ok") {
+		return fmt.Errorf("REDIS_CLUSTER_ADDRS=%s: cluster is not ready:\n%s", strings.Join(addrs, ","), info)
+	}
+	return rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() })
+}
+
+// URL is the shared test Redis as a REDIS_URL, for code that reads
+// REDIS_URL itself (commands under test): redis://, or redis+cluster://
+// with every seed node on a Cluster.
 func URL(tb testing.TB) string {
 	tb.Helper()
 	once.Do(start)
@@ -169,4 +207,33 @@ func Embedded(tb testing.TB, now func() time.Time) (redis.UniversalClient, strin
 	rdb := e.Client()
 	tb.Cleanup(func() { _ = rdb.Close(); e.Close() })
 	return rdb, fmt.Sprintf("t%d-%d-%s", os.Getpid(), seq.Add(1), sanitize(tb.Name()))
+}
+
+// Keys returns the keys matching pattern, for tests that reach into Redis.
+// KEYS on a Cluster client asks one node only, so there every master is
+// asked.
+func Keys(tb testing.TB, rdb redis.UniversalClient, pattern string) []string {
+	tb.Helper()
+	ctx := context.Background()
+	c, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		keys, err := rdb.Keys(ctx, pattern).Result()
+		if err != nil {
+			tb.Fatalf("redistest: KEYS %s: %v", pattern, err)
+		}
+		return keys
+	}
+	var mu sync.Mutex
+	var keys []string
+	err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		k, err := n.Keys(ctx, pattern).Result()
+		mu.Lock()
+		keys = append(keys, k...)
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("redistest: KEYS %s on every master: %v", pattern, err)
+	}
+	return keys
 }

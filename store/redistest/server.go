@@ -1,0 +1,102 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a redis-server (or a Sentinel) private to one test, for tests of
+// deployments the shared server cannot play: a Cluster node named as a
+// single node, a master with its replica and Sentinels.
+type Server struct {
+	Addr string // 127.0.0.1:port
+	Port int
+	Dir  string // its working directory, with redis.log
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+}
+
+// StartServer runs redis-server with config (the text of a redis.conf, may
+// be empty) and extra command-line arguments on a free loopback port, and
+// waits until it answers PING. It is killed when the test ends. Without
+// redis-server on PATH the test is skipped, or fails under CI=true.
+func StartServer(tb testing.TB, config string, args ...string) *Server {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("redistest: CI needs redis-server on PATH: %v", err)
+		}
+		tb.Skipf("redistest: no redis-server on PATH: %v", err)
+	}
+	dir := tb.TempDir()
+	conf := filepath.Join(dir, "redis.conf")
+	// A Sentinel rewrites its config file, so it must be a file of its own.
+	if err := os.WriteFile(conf, []byte(config), 0o600); err != nil {
+		tb.Fatalf("redistest: write %s: %v", conf, err)
+	}
+	port, err := freePort()
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	argv := append([]string{conf, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, args...)
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Port: port, Dir: dir, done: make(chan struct{})}
+	s.cmd = exec.Command(bin, argv...)
+	s.cmd.SysProcAttr = dieWithParent()
+	if err := s.cmd.Start(); err != nil {
+		tb.Fatalf("redistest: start redis-server: %v", err)
+	}
+	go func() { _ = s.cmd.Wait(); close(s.done) }()
+	tb.Cleanup(s.Kill)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer rdb.Close()
+	// A generous bound: it only stops a test whose server never comes up.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := rdb.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return s
+		}
+		select {
+		case <-s.done:
+			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+			tb.Fatalf("redistest: redis-server %v exited:\n%s", argv, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("redistest: redis-server on port %d did not answer: %v", port, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Kill stops the server at once (SIGKILL: nothing is flushed or handed
+// over, as in a crash) and waits for it to exit.
+func (s *Server) Kill() {
+	if err := s.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return
+	}
+	<-s.done
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
