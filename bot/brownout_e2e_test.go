@@ -296,6 +296,30 @@ func TestBrownoutClickIsAckedAndNotRecorded(t *testing.T) {
 	}
 }
 
+// Over Socket Mode too, a click while Redis is frozen is acked, not
+// applied, and the reviewer is told to try again: the envelope's
+// redelivery check and the answer share one store budget from arrival.
+// (Unacked, as before, Slack showed the reviewer an error and delivered
+// the envelope again and again.)
+func TestBrownoutSocketModeClickIsAckedAndNotRecorded(t *testing.T) {
+	t.Parallel()
+	h := newSocketHarness(t, func(c *configT, _ *depsT) { c.StoreRequestTimeout = 20 * time.Second })
+	f := freeze(t, h.rdb, 20*time.Second)
+	id := h.postAndWait(simple(t, "sock-brownout", []string{alice.id}, "C0APPROVALS"))
+	payload := h.clickPayload(alice, id, "d1", button(blocks.ActionApprove, "true"))
+
+	f.set(frozen)
+	h.deliver("interactive", payload) // fails the test unless acked
+	ephemeral := waitEphemeral(t, h, alice)
+	if !strings.Contains(ephemeral, "not recorded") || !strings.Contains(ephemeral, "try again") {
+		t.Errorf("the reviewer was told %q; want that the answer was not recorded and to try again", ephemeral)
+	}
+	f.set(thawed)
+	if rec := h.record(id); len(rec.Answers) != 0 {
+		t.Errorf("the click was applied: %+v", rec.Answers)
+	}
+}
+
 // The click whose transaction a frozen Redis gets to only after the
 // deadline (the case that recorded answers behind reviewers' backs): Redis
 // itself refuses it, since its write fence has expired, so the answer is

@@ -22,16 +22,16 @@ import (
 // newSocketHarness is a bot in Socket Mode only (no signing secret, so no
 // HTTP Slack endpoints), connected to the emulator's Socket Mode server,
 // with its job runner started.
-func newSocketHarness(t *testing.T) *harness {
+func newSocketHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
 	rdb, prefix := redistest.Client(t)
 	emu := slackemu.New(slackemu.Options{})
 	t.Cleanup(func() { _ = emu.Close() })
-	h := newHarnessOn(t, rdb, prefix, emu, func(c *configT, d *depsT) {
+	h := newHarnessOn(t, rdb, prefix, emu, append([]harnessOption{func(c *configT, d *depsT) {
 		c.SlackSigningSecret, c.SlackAppToken = "", emu.AppToken()
 		d.SocketMode = slack.New(emu.Token(), slack.OptionAppLevelToken(emu.AppToken()),
 			slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(emu.Client()))
-	})
+	}}, opts...)...)
 	h.startJobs()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

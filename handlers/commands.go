@@ -50,7 +50,7 @@ func (s *Slack) commands(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err != nil:
 		s.log.WarnContext(r.Context(), "could not check a slash command for replay; not answered", "user", form.Get("user_id"), "err", err)
-		writeAck(w, ephemeral(blocks.Notice(":warning: The bot's database did not answer in time. Please try again in a moment.")))
+		writeAck(w, storeDownReply())
 		return
 	case !first:
 		w.WriteHeader(http.StatusOK) // a replay: nothing applied, nothing said
@@ -60,6 +60,12 @@ func (s *Slack) commands(w http.ResponseWriter, r *http.Request) {
 		Command: form.Get("command"), Text: form.Get("text"), UserID: form.Get("user_id"),
 		ChannelID: form.Get("channel_id"), ChannelName: form.Get("channel_name"), ResponseURL: form.Get("response_url"),
 	}))
+}
+
+// storeDownReply answers a slash command that could not be checked for a
+// replay because Redis did not answer in time: it is not run.
+func storeDownReply() ephemeralReply {
+	return ephemeral(blocks.Notice(":warning: The bot's database did not answer in time. Please try again in a moment."))
 }
 
 // Command answers a slash command, whichever transport brought it, with the

@@ -223,15 +223,29 @@ func (m *SocketMode) handle(ctx context.Context, client *socketmode.Client, ev s
 	// a click again could undo a later one (approve, reject, approve again).
 	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	if ev.Type == socketmode.EventTypeInteractive || ev.Type == socketmode.EventTypeSlashCommand {
+		// One store budget from arrival for the redelivery check and the
+		// answer, as over HTTP: the ack makes Slack's 3 seconds.
+		var cancelBudget context.CancelFunc
+		work, cancelBudget = m.s.storeDeadline(work)
+		defer cancelBudget()
+	}
 	var payload any
 	var kind, responseURL string
 	redelivered, err := m.redelivered(work, ev)
-	if err != nil {
+	switch {
+	case err != nil && ev.Type == socketmode.EventTypeInteractive:
+		// Not applied (it might be a redelivery), and said so, as over HTTP.
+		cb, _ := ev.Data.(slack.InteractionCallback)
+		kind = string(cb.Type)
+		payload = m.s.unrecorded(work, &cb, err)
+	case err != nil && ev.Type == socketmode.EventTypeSlashCommand:
+		m.log.WarnContext(ctx, "could not de-duplicate a slash command envelope; not answered", "envelope_id", env.EnvelopeID, "err", err)
+		kind, payload = "slash_command", storeDownReply()
+	case err != nil:
 		m.log.ErrorContext(ctx, "could not de-duplicate a socket mode envelope; not acked, Slack delivers it again",
 			"envelope_id", env.EnvelopeID, "err", err)
 		return
-	}
-	switch {
 	case redelivered:
 		kind = "redelivered" // acked empty, nothing applied
 	case ev.Type == socketmode.EventTypeInteractive:
