@@ -262,20 +262,32 @@ func (h *harness) waitOutboxEmpty(horizon, giveUp time.Duration) {
 	}
 }
 
-// outboxSnapshot counts, in one transaction, the jobs due within horizon of
-// the harness clock and the jobs in flight.
+// outboxSnapshot counts, in one transaction (on a Cluster, one per shard),
+// the jobs due within horizon of the harness clock and the jobs in flight.
 func (h *harness) outboxSnapshot(horizon time.Duration) (due, inflight int64) {
 	h.t.Helper()
 	until := strconv.FormatInt(h.now().Add(horizon).UnixMilli(), 10)
 	var dues, inflights []*redis.IntCmd
-	_, err := h.rdb.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
-		for shard := range store.Shards {
-			slot := h.prefix + ":{s" + twoDigits(shard) + "}:jobs:"
-			dues = append(dues, p.ZCount(context.Background(), slot+"due", "-inf", until))
-			inflights = append(inflights, p.ZCard(context.Background(), slot+"inflight"))
+	queue := func(p redis.Pipeliner, shard int) {
+		slot := h.prefix + ":{s" + twoDigits(shard) + "}:jobs:"
+		dues = append(dues, p.ZCount(context.Background(), slot+"due", "-inf", until))
+		inflights = append(inflights, p.ZCard(context.Background(), slot+"inflight"))
+	}
+	var err error
+	if _, cluster := h.rdb.(*redis.ClusterClient); cluster {
+		for shard := range store.Shards { // a MULTI must stay within one slot
+			if _, err = h.rdb.TxPipelined(context.Background(), func(p redis.Pipeliner) error { queue(p, shard); return nil }); err != nil {
+				break
+			}
 		}
-		return nil
-	})
+	} else {
+		_, err = h.rdb.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
+			for shard := range store.Shards {
+				queue(p, shard)
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		h.t.Fatalf("outbox snapshot: %v", err)
 	}

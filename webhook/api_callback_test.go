@@ -166,10 +166,8 @@ func TestManyLongPollsShareOneSubscription(t *testing.T) {
 		})
 	}
 	waitWaiters(t, w, n)
-	subs, err := e.rdb.PubSubNumSub(t.Context(), e.prefix+":changes").Result()
-	mustNil(t, err)
-	if subs[e.prefix+":changes"] != 1 {
-		t.Errorf("%d subscriptions to the change feed for %d waiters, want 1", subs[e.prefix+":changes"], n)
+	if subs := redistest.NumSub(t, e.rdb, e.prefix+":changes"); subs != 1 {
+		t.Errorf("%d subscriptions to the change feed for %d waiters, want 1", subs, n)
 	}
 	start := time.Now()
 	e.resolve("lp-many", responseFor("lp-many"), "")

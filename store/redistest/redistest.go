@@ -237,3 +237,32 @@ func Keys(tb testing.TB, rdb redis.UniversalClient, pattern string) []string {
 	}
 	return keys
 }
+
+// NumSub counts the subscribers of channel. On a Cluster a client
+// subscribes on one node and PUBSUB NUMSUB counts only the node it asks,
+// so it asks every master and adds them up.
+func NumSub(tb testing.TB, rdb redis.UniversalClient, channel string) int64 {
+	tb.Helper()
+	ctx := context.Background()
+	c, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		subs, err := rdb.PubSubNumSub(ctx, channel).Result()
+		if err != nil {
+			tb.Fatalf("redistest: PUBSUB NUMSUB %s: %v", channel, err)
+		}
+		return subs[channel]
+	}
+	var mu sync.Mutex
+	var n int64
+	err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		subs, err := node.PubSubNumSub(ctx, channel).Result()
+		mu.Lock()
+		n += subs[channel]
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("redistest: PUBSUB NUMSUB %s on every master: %v", channel, err)
+	}
+	return n
+}
