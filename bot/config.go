@@ -53,6 +53,14 @@ type Config struct {
 
 	IntakeTokens       string `envconfig:"INTAKE_TOKENS"`
 	IntakeMaxBodyBytes int64  `envconfig:"INTAKE_MAX_BODY_BYTES" default:"1048576"`
+	// Per-agent intake limits (webhook.Limits): a token bucket of new
+	// requests and a cap on open ones, each with per-agent overrides. The
+	// defaults are far above what a working agent sends (a sustained 2 a
+	// second; 1000 awaiting humans) and stop only a runaway one.
+	IntakeRate             string `envconfig:"INTAKE_RATE" default:"120/m:60"`
+	IntakeRateOverrides    string `envconfig:"INTAKE_RATE_OVERRIDES"`
+	IntakeMaxOpen          int    `envconfig:"INTAKE_MAX_OPEN" default:"1000"`
+	IntakeMaxOpenOverrides string `envconfig:"INTAKE_MAX_OPEN_OVERRIDES"`
 
 	CallbackAllowPrivate bool   `envconfig:"CALLBACK_ALLOW_PRIVATE" default:"false"`
 	CallbackSecret       string `envconfig:"CALLBACK_SECRET"`
@@ -86,6 +94,7 @@ type Config struct {
 
 	// Derived by Load, not read from the environment.
 	tokens webhook.Tokens
+	limits webhook.Limits
 }
 
 // LocalDefaultChannel is where local mode posts when no channel is configured.
@@ -136,6 +145,10 @@ func (c Config) EmbeddedRedis() bool { return c.RedisURL == "" || c.RedisURL == 
 
 // Tokens are the parsed INTAKE_TOKENS.
 func (c Config) Tokens() webhook.Tokens { return c.tokens }
+
+// Limits are the parsed per-agent intake limits (INTAKE_RATE, INTAKE_MAX_OPEN
+// and their overrides).
+func (c Config) Limits() webhook.Limits { return c.limits }
 
 // SlogLevel is LOG_LEVEL as a slog level.
 func (c Config) SlogLevel() slog.Level {
@@ -235,6 +248,7 @@ func (c *Config) validate() error {
 		add("JOB_MAX_ATTEMPTS must be at least 1")
 	}
 	c.validateAuthorization(add)
+	c.validateLimits(add)
 	c.validatePlaceholders(add)
 	if c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{} ") {
 		add("REDIS_PREFIX must be non-empty without braces or spaces")
@@ -253,6 +267,20 @@ func (c Config) WithTokens(spec string) (Config, error) {
 		return c, err
 	}
 	c.IntakeTokens, c.tokens = spec, tokens
+	return c, nil
+}
+
+// WithLimits returns c with INTAKE_RATE, INTAKE_RATE_OVERRIDES,
+// INTAKE_MAX_OPEN and INTAKE_MAX_OPEN_OVERRIDES set and parsed as
+// LoadConfig does, for programs and tests that build a Config in code (set
+// the tokens first: overrides must name their agents).
+func (c Config) WithLimits(rate, rateOverrides string, maxOpen int, maxOpenOverrides string) (Config, error) {
+	c.IntakeRate, c.IntakeRateOverrides, c.IntakeMaxOpen, c.IntakeMaxOpenOverrides = rate, rateOverrides, maxOpen, maxOpenOverrides
+	var probs []string
+	c.validateLimits(func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) })
+	if len(probs) > 0 {
+		return c, errors.New(strings.Join(probs, "; "))
+	}
 	return c, nil
 }
 

@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -44,8 +45,7 @@ func (c *Config) validateAuthorization(add func(format string, args ...any)) {
 		}
 	}
 	for _, a := range c.PolicyOverrideAgents {
-		local := c.LocalMode() && c.tokens.Len() == 0 && a == webhook.AnonymousAgent
-		if !c.tokens.Has(a) && !local {
+		if !c.knownAgent(a) {
 			add("POLICY_OVERRIDE_AGENTS must list agents named in INTAKE_TOKENS, got %q", a)
 		}
 	}
@@ -54,6 +54,41 @@ func (c *Config) validateAuthorization(add func(format string, args ...any)) {
 	}
 	if c.DirectoryCacheTTL <= 0 {
 		add("DIRECTORY_CACHE_TTL must be positive (e.g. 5m)")
+	}
+}
+
+// knownAgent reports whether agent may be named in a per-agent setting: it
+// is in INTAKE_TOKENS, or it is local mode's anonymous agent.
+func (c *Config) knownAgent(agent string) bool {
+	return c.tokens.Has(agent) || c.LocalMode() && c.tokens.Len() == 0 && agent == webhook.AnonymousAgent
+}
+
+// validateLimits parses the per-agent intake limits.
+func (c *Config) validateLimits(add func(format string, args ...any)) {
+	var err error
+	if c.limits.Rate, err = webhook.ParseRate(c.IntakeRate); err != nil {
+		add("INTAKE_RATE: %v", err)
+	}
+	if c.limits.RateOverrides, err = webhook.ParseRateOverrides(c.IntakeRateOverrides); err != nil {
+		add("%v", err)
+	}
+	if c.IntakeMaxOpen < 0 {
+		add("INTAKE_MAX_OPEN must be 0 (no cap) or more, got %d", c.IntakeMaxOpen)
+	}
+	c.limits.MaxOpen = c.IntakeMaxOpen
+	if c.limits.MaxOpenOverrides, err = webhook.ParseMaxOpenOverrides(c.IntakeMaxOpenOverrides); err != nil {
+		add("%v", err)
+	}
+	for _, o := range []struct {
+		setting string
+		agents  []string
+	}{{"INTAKE_RATE_OVERRIDES", slices.Sorted(maps.Keys(c.limits.RateOverrides))},
+		{"INTAKE_MAX_OPEN_OVERRIDES", slices.Sorted(maps.Keys(c.limits.MaxOpenOverrides))}} {
+		for _, a := range o.agents {
+			if !c.knownAgent(a) {
+				add("%s must name agents of INTAKE_TOKENS, got %q", o.setting, a)
+			}
+		}
 	}
 }
 

@@ -41,6 +41,8 @@ const Shards = 16
 //	<p>:{sNN}:fence:<uuid>             string  a write deadline (WriteBy): exists until then, WATCHed by
 //	                                           the update, whose EXEC fails once it expired
 //	<p>:pace:<channel>                 string  exists while a channel may not be posted to
+//	<p>:rate:{<agent>}                 hash    the agent's intake token bucket (INTAKE_RATE): level and when, in
+//	                                           takeToken's units (limits.go); its own hash tag, one slot per agent
 //	<p>:event:<event id>               string  exists while a Slack event was already received (retries are dropped)
 //	<p>:slackreq:<request id>          string  exists while a Slack interaction or slash command was already applied
 //	                                           (replays are dropped): "http:" + SHA-256 of its signed timestamp and
@@ -110,6 +112,11 @@ func (k keys) jobs(shard int) jobKeys {
 }
 
 func (k keys) pace(channel string) string { return k.prefix + ":pace:" + channel }
+
+// rate is an agent's intake token bucket. It is outside the request
+// shards (one agent's requests span them all) and tagged by the agent, so
+// the buckets of many agents spread over a Cluster.
+func (k keys) rate(agent string) string { return k.prefix + ":rate:{" + agent + "}" }
 
 func (k keys) slackEvent(eventID string) string { return k.prefix + ":event:" + eventID }
 

@@ -146,6 +146,48 @@ end
 return 0
 `)
 
+// takeToken takes one token from an agent's intake bucket. The bucket is
+// kept in integer units so its refill is exact: one token is ARGV[2] units
+// (the period in ms), and ARGV[3] units flow in per ms (the count per
+// period), so after e ms a bucket holds min(capacity, level + e*count).
+// Time comes from ARGV (the store's clock, so tests use a fake one), never
+// from TIME. The stored value decides; the TTL (the time the bucket takes
+// to refill completely, after which a missing key means the same thing: a
+// full bucket) only cleans up. A clock that went back (another replica's)
+// refills nothing and never moves the stored time back.
+//
+//	KEYS[1] -> <p>:rate:{<agent>}     hash: l = level (units), t = when, Unix ms
+//	ARGV[1] -> now, Unix ms
+//	ARGV[2] -> period, ms (units per token)
+//	ARGV[3] -> tokens per period (units per ms)
+//	ARGV[4] -> burst, tokens
+//
+// Returns {1 if taken else 0, whole tokens left, ms until a token}.
+var takeToken = redis.NewScript(`
+local now, per, count, burst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local cap = burst * per
+local st = redis.call('HMGET', KEYS[1], 'l', 't')
+local level, t = cap, now
+if st[1] and st[2] then
+  level, t = tonumber(st[1]), tonumber(st[2])
+  if now > t then
+    level = math.min(cap, level + (now - t) * count)
+    t = now
+  end
+  if level > cap then level = cap end
+end
+local allowed, wait = 0, 0
+if level >= per then
+  level = level - per
+  allowed = 1
+else
+  wait = math.ceil((per - level) / count)
+end
+redis.call('HSET', KEYS[1], 'l', string.format('%d', level), 't', string.format('%d', t))
+redis.call('PEXPIRE', KEYS[1], math.ceil((cap - level) / count) + 1000)
+return {allowed, math.floor(level / per), wait}
+`)
+
 // setFields updates fields of an existing request, and nothing when the
 // request does not exist (so a late job cannot resurrect a half record).
 //

@@ -28,6 +28,9 @@ type Store interface {
 	// "approvalbot audit verify" does (store.Store.VerifiedAudit).
 	VerifiedAudit(ctx context.Context, id string) ([]store.AuditEntry, []error, error)
 	AuditIntakeRefusal(ctx context.Context, r store.IntakeRefusal) error
+	// TakeIntakeToken and OpenRequests back the per-agent Limits.
+	TakeIntakeToken(ctx context.Context, agent string, rate store.Rate) (store.RateDecision, error)
+	OpenRequests(ctx context.Context, agent string) (int64, error)
 }
 
 // Lifecycle applies the agent's transitions to a request; *approval.Core
@@ -54,6 +57,9 @@ type Options struct {
 	// Lifecycle creates and withdraws requests; required.
 	Lifecycle Lifecycle
 	Tokens    Tokens
+	// Limits bound each agent's intake (rate, open requests); the zero
+	// value bounds nothing.
+	Limits Limits
 	// AllowAnonymous accepts requests without a token when no tokens are
 	// configured (local mode only); they belong to AnonymousAgent.
 	AllowAnonymous bool

@@ -41,6 +41,10 @@ func (memStore) VerifiedAudit(context.Context, string) ([]store.AuditEntry, []er
 	return nil, nil, store.ErrNotFound
 }
 func (memStore) AuditIntakeRefusal(context.Context, store.IntakeRefusal) error { return nil }
+func (memStore) TakeIntakeToken(context.Context, string, store.Rate) (store.RateDecision, error) {
+	return store.RateDecision{Allowed: true}, nil
+}
+func (memStore) OpenRequests(context.Context, string) (int64, error) { return 0, nil }
 
 // fuzzNow is the moment of the seed example: its deadline is the next day.
 var fuzzNow = time.Date(2026, 2, 16, 10, 0, 0, 0, time.UTC)

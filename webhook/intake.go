@@ -34,7 +34,8 @@ type links struct {
 
 func selfLink(id string) string { return "/v1/requests/" + id }
 
-// create is POST /v1/requests: validate, check the workspace's
+// create is POST /v1/requests: validate, check the agent's limits (rate,
+// then open requests; a resubmission passes, see withinLimits), check the workspace's
 // authorization policy (a refusal is audited, the request not stored),
 // store with its Slack post queued (one atomic step), answer 202. It never
 // waits for Slack.
@@ -62,6 +63,9 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		a.opts.Metrics.intake("invalid")
 		a.log.InfoContext(ctx, "intake: request rejected", "agent", agent, "problems", len(probs), "first_field", probs[0].Field)
 		writeError(w, http.StatusBadRequest, invalidMessage(probs), probs...)
+		return
+	}
+	if !a.withinLimits(ctx, w, r, agent, req.Artifact.ID, hash) {
 		return
 	}
 	rec, created, err := a.opts.Lifecycle.Create(ctx, approval.Submission{

@@ -18,7 +18,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "approvalbot_intake_requests_total",
 			Help: "Decision requests received on POST /v1/requests, by outcome: accepted, duplicate, " +
-				"invalid, refused (by the authorization policy), conflict, unauthorized, too_large, unsupported_media_type, bad_body, error.",
+				"invalid, refused (by the authorization policy), rate_limited (INTAKE_RATE), too_many_open (INTAKE_MAX_OPEN), " +
+				"conflict, unauthorized, unavailable, too_large, unsupported_media_type, bad_body, error.",
 		}, []string{"outcome"}),
 	}
 	if reg != nil {

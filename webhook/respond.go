@@ -12,6 +12,8 @@ import (
 type errorBody struct {
 	Error   string           `json:"error"`
 	Details []aah.FieldError `json:"details,omitempty"`
+	// Limit names the per-agent limit a 429 is about (limits.go).
+	Limit *limitBody `json:"limit,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

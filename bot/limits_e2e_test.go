@@ -1,0 +1,92 @@
+package bot_test
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/approvalbot/approvalbot/bot"
+)
+
+// withLimits configures the harness's intake limits as the environment would.
+func withLimits(t *testing.T, rate, rateOverrides string, maxOpen int, maxOpenOverrides string) harnessOption {
+	return func(c *configT, _ *depsT) {
+		var err error
+		if *c, err = c.WithLimits(rate, rateOverrides, maxOpen, maxOpenOverrides); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Through the whole service: the agent's request beyond its rate is 429
+// with Retry-After, another agent is not affected, and an hour later (a
+// token refilled) it is accepted; beyond its cap of open requests an agent
+// is refused until one is withdrawn.
+func TestIntakeLimits(t *testing.T) {
+	t.Parallel()
+	clk := newFakeClock()
+	h := newHarness(t, withClock(clk), withLimits(t, "1/h", "other:off", 0, "other:1"))
+	h.accept(simple(t, "lim-1", nil, ""))
+	r, hdr := h.doHeaders(http.MethodPost, "/v1/requests", simple(t, "lim-2", nil, ""))
+	if r.Status != http.StatusTooManyRequests {
+		t.Fatalf("second POST within the hour: %d %s, want 429", r.Status, r.Body)
+	}
+	// The clock runs on, so the wait is an hour less however long this took.
+	if ra, err := strconv.Atoi(hdr.Get("Retry-After")); err != nil || ra < 1 || ra > 3600 {
+		t.Errorf("Retry-After = %q, want 1..3600 seconds", hdr.Get("Retry-After"))
+	}
+	if m := r.json(t); m["limit"].(map[string]any)["name"] != "rate" || !strings.Contains(m["error"].(string), "INTAKE_RATE") {
+		t.Errorf("429 body = %s", r.Body)
+	}
+	if r := h.do(http.MethodPost, "/v1/requests", tokenOther, "application/json", simple(t, "theirs-1", nil, "")); r.Status != http.StatusAccepted {
+		t.Fatalf("another agent: %d %s, want 202", r.Status, r.Body)
+	}
+	if r := h.do(http.MethodPost, "/v1/requests", tokenOther, "application/json", simple(t, "theirs-2", nil, "")); r.Status != http.StatusTooManyRequests ||
+		!strings.Contains(string(r.Body), "has 1 open, and may have at most 1") {
+		t.Errorf("another agent beyond its cap: %d %s, want 429", r.Status, r.Body)
+	}
+	if r := h.do(http.MethodDelete, "/v1/requests/theirs-1", tokenOther, "", nil); r.Status != http.StatusOK {
+		t.Fatalf("withdraw: %d %s", r.Status, r.Body)
+	}
+	if r := h.do(http.MethodPost, "/v1/requests", tokenOther, "application/json", simple(t, "theirs-2", nil, "")); r.Status != http.StatusAccepted {
+		t.Errorf("after the withdrawal: %d %s, want 202", r.Status, r.Body)
+	}
+	clk.Set(clk.Now().Add(time.Hour))
+	h.accept(simple(t, "lim-2", nil, ""))
+}
+
+func TestConfigIntakeLimits(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("INTAKE_TOKENS", "pm:0123456789abcdef0123,batch:fedcba9876543210fedc")
+	cfg, err := bot.LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := cfg.Limits()
+	if l.Rate.Count != 120 || l.Rate.Per != time.Minute || l.Rate.Burst != 60 || l.MaxOpen != 1000 {
+		t.Errorf("default limits = %+v, want 120/m burst 60 and 1000 open", l)
+	}
+	t.Setenv("INTAKE_RATE", "off")
+	t.Setenv("INTAKE_RATE_OVERRIDES", "batch:10/s:20")
+	t.Setenv("INTAKE_MAX_OPEN", "0")
+	t.Setenv("INTAKE_MAX_OPEN_OVERRIDES", "batch:50")
+	if cfg, err = bot.LoadConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if l := cfg.Limits(); !l.RateFor("pm").Off() || l.RateFor("batch").Burst != 20 || l.MaxOpenFor("pm") != 0 || l.MaxOpenFor("batch") != 50 {
+		t.Errorf("limits = %+v", l)
+	}
+	t.Setenv("INTAKE_RATE", "lots")
+	t.Setenv("INTAKE_RATE_OVERRIDES", "ghost:1/s")
+	t.Setenv("INTAKE_MAX_OPEN", "-1")
+	t.Setenv("INTAKE_MAX_OPEN_OVERRIDES", "batch")
+	_, err = bot.LoadConfig()
+	for _, want := range []string{`INTAKE_RATE: "lots" is not a rate`, `INTAKE_RATE_OVERRIDES must name agents of INTAKE_TOKENS, got "ghost"`,
+		"INTAKE_MAX_OPEN must be 0 (no cap) or more", `INTAKE_MAX_OPEN_OVERRIDES: entry "batch" is not <agent>:<limit>`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}
