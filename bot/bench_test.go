@@ -11,11 +11,14 @@ import (
 )
 
 // BenchmarkIntake measures POST /v1/requests end to end in process: auth,
-// JSON decode and validation of seed 000's example, the Slack limit check,
-// and the store-and-enqueue Lua script on real Redis. No job runner runs, so
+// JSON decode and validation of seed 000's example (UTF-8 included), the
+// Slack limit check, the agent's rate and open-requests limits, and the
+// store-and-enqueue transaction on real Redis. No job runner runs, so
 // only intake is measured. Compare with BenchmarkOneRedisRoundTrip.
 func BenchmarkIntake(b *testing.B) {
-	h := newHarness(b)
+	// The per-agent limits are on, as by default, so their cost is counted,
+	// but set too high to refuse anything.
+	h := newHarness(b, withLimits(b, "1000000/s", "", 1_000_000, ""))
 	handler := h.svc.Handler()
 	body := example(b)
 	var seq atomic.Int64

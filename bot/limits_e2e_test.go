@@ -11,7 +11,7 @@ import (
 )
 
 // withLimits configures the harness's intake limits as the environment would.
-func withLimits(t *testing.T, rate, rateOverrides string, maxOpen int, maxOpenOverrides string) harnessOption {
+func withLimits(t testing.TB, rate, rateOverrides string, maxOpen int, maxOpenOverrides string) harnessOption {
 	return func(c *configT, _ *depsT) {
 		var err error
 		if *c, err = c.WithLimits(rate, rateOverrides, maxOpen, maxOpenOverrides); err != nil {
