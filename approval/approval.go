@@ -39,6 +39,7 @@ type Core struct {
 	// reminders and timerKinds decide a new request's timers (Timers).
 	reminders  aah.ReminderPlan
 	timerKinds map[string]bool
+	metrics    *Metrics
 }
 
 // Options configure a Core.
@@ -57,6 +58,9 @@ type Options struct {
 	// TimerKinds are the timer job kinds the job runner handles
 	// (store.JobExpire, JobEscalate, JobRemind): new requests get only those.
 	TimerKinds map[string]bool
+	// Metrics measure decisions (first answers, closes); nil measures
+	// nothing.
+	Metrics *Metrics
 }
 
 // New returns the core over st.
@@ -65,7 +69,31 @@ func New(st Storage, opts Options) *Core {
 		opts.Now = time.Now
 	}
 	return &Core{store: st, now: opts.Now, dir: opts.Directory, policy: opts.Policy,
-		reminders: opts.Reminders, timerKinds: opts.TimerKinds}
+		reminders: opts.Reminders, timerKinds: opts.TimerKinds, metrics: opts.Metrics}
+}
+
+// update is Storage.Update, measured: what the decide run that committed
+// changed (a first answer, a close) is observed once the commit succeeded.
+// Only the process whose transaction committed a change observes it, and a
+// change commits once (a replica or retry that lost the race decides again
+// on the changed request and finds nothing to do, or is refused), so each
+// transition is counted once however many replicas, timers or clicks race
+// for it. A commit whose result never arrived (store.ErrOutcomeUnknown) is
+// not observed: the metrics may miss a transition, never count one twice.
+func (c *Core) update(ctx context.Context, id string, decide func(store.Record) (*store.Change, error)) (store.Record, error) {
+	var t transition
+	rec, err := c.store.Update(ctx, id, func(rec store.Record) (*store.Change, error) {
+		t = transition{}
+		ch, err := decide(rec)
+		if err == nil && ch != nil {
+			t = transitionOf(rec, ch)
+		}
+		return ch, err
+	})
+	if err == nil {
+		c.metrics.observe(t)
+	}
+	return rec, err
 }
 
 // Refusal is an action that changed nothing, with the reason to show the
@@ -103,7 +131,7 @@ func (c *Core) act(ctx context.Context, requestID string, by aah.Person, action 
 	}
 	var out Outcome
 	var f refusal
-	rec, err := c.store.Update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
+	rec, err := c.update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
 		out, f = Outcome{}, refusal{}
 		req, err := c.open(rec, parsed, by, auth)
 		if err == nil {

@@ -39,6 +39,8 @@
 //	refusals (audited) and the shared         approval.go     Core.act, Core.Check, Refusal
 //	  update of every reviewer action
 //	what the message shows of a record        view.go         View, ListItem
+//	decision metrics: first answer, closes    metrics.go      Core.update, Metrics
+//	  by outcome (once, by the committer)
 //
 // What closing a request cancels (its timers; its post when never posted)
 // and which jobs follow a change (message sync, Home tabs, copies) are the

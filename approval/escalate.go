@@ -116,7 +116,7 @@ func (c *Core) EscalationFailed(ctx context.Context, id string, k int, reason st
 // recorded it: each step is recorded once.
 func (c *Core) step(ctx context.Context, id string, k int, apply func(req *aah.Request) *store.Change) (Outcome, error) {
 	var out Outcome
-	rec, err := c.store.Update(ctx, id, func(rec store.Record) (*store.Change, error) {
+	rec, err := c.update(ctx, id, func(rec store.Record) (*store.Change, error) {
 		out = Outcome{}
 		req, err := c.escalatable(rec, k)
 		if req == nil || err != nil {

@@ -24,7 +24,7 @@ import (
 // system:approvalbot, and the audit records the action.
 func (c *Core) Deadline(ctx context.Context, requestID string) (Outcome, error) {
 	var out Outcome
-	rec, err := c.store.Update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
+	rec, err := c.update(ctx, requestID, func(rec store.Record) (*store.Change, error) {
 		out = Outcome{}
 		if !rec.Status.Open() {
 			return nil, nil

@@ -13,7 +13,7 @@ import (
 // why), so a retried job skips them. Nothing is written when they are
 // recorded already.
 func (c *Core) Reached(ctx context.Context, id string, r store.Reach, ev *store.AuditEvent) error {
-	_, err := c.store.Update(ctx, id, func(rec store.Record) (*store.Change, error) {
+	_, err := c.update(ctx, id, func(rec store.Record) (*store.Change, error) {
 		list := rec.Reminded[r.N]
 		if r.Kind == store.JobEscalate {
 			list = rec.EscalationSent[r.N]
@@ -35,7 +35,7 @@ func (c *Core) Reached(ctx context.Context, id string, r store.Reach, ev *store.
 // more and the request still gets reminders (GetsReminders). A reminder
 // completed already changes nothing, so a repeated run is harmless.
 func (c *Core) Reminded(ctx context.Context, id string, n int, plan aah.ReminderPlan) error {
-	_, err := c.store.Update(ctx, id, func(rec store.Record) (*store.Change, error) {
+	_, err := c.update(ctx, id, func(rec store.Record) (*store.Change, error) {
 		if rec.RemindersDone >= n {
 			return nil, nil
 		}
@@ -59,7 +59,7 @@ func (c *Core) Reminded(ctx context.Context, id string, n int, plan aah.Reminder
 // Audit records an event about a request that changes nothing else (a
 // reminder the job runner gave up on).
 func (c *Core) Audit(ctx context.Context, id string, ev store.AuditEvent) error {
-	_, err := c.store.Update(ctx, id, func(store.Record) (*store.Change, error) {
+	_, err := c.update(ctx, id, func(store.Record) (*store.Change, error) {
 		return &store.Change{Audit: []store.AuditEvent{ev}}, nil
 	})
 	return err

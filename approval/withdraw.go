@@ -15,7 +15,7 @@ import (
 // is store.ErrNotOpen, returned with the record as it is.
 func (c *Core) Withdraw(ctx context.Context, id string) (store.Record, error) {
 	var closed store.Record
-	rec, err := c.store.Update(ctx, id, func(rec store.Record) (*store.Change, error) {
+	rec, err := c.update(ctx, id, func(rec store.Record) (*store.Change, error) {
 		if !rec.Status.Open() {
 			closed = rec
 			return nil, store.ErrNotOpen

@@ -224,6 +224,9 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 		`approvalbot_intake_requests_total{outcome="accepted"} 1`,
 		`approvalbot_outbox_jobs{state="due"} 2`, // its post, and the App Home refresh
 		`approvalbot_outbox_scrape_ok 1`,
+		`approvalbot_open_requests{age="<1h"} 1`, // read from Redis at the scrape
+		`approvalbot_open_requests_scrape_ok 1`,
+		`approvalbot_decisions_total{outcome="approved"} 0`, // every outcome, from the start
 	} {
 		if !strings.Contains(string(r.Body), want) {
 			t.Errorf("/metrics lacks %q", want)

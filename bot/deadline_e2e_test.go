@@ -251,6 +251,17 @@ func TestThreeProcessesApplyEachDeadlineOnce(t *testing.T) {
 	if got := len(agent.deliveries()); got != n {
 		t.Errorf("%d deliveries for %d requests", got, n)
 	}
+	// Each expiry is counted by the one process that applied it: across the
+	// three, once per request (the expire jobs acked, so counted, by now).
+	var expired, samples float64
+	for _, p := range procs {
+		expired += metricValue(t, p.reg, "approvalbot_decisions_total", map[string]string{"outcome": "expired"})
+		k, _ := histogram(t, p.reg, "approvalbot_decision_time_to_resolution_seconds", map[string]string{"outcome": "expired"})
+		samples += float64(k)
+	}
+	if expired != n || samples != n {
+		t.Errorf("decisions_total{outcome=\"expired\"} %v and %v resolution samples across the processes, want %d", expired, samples, n)
+	}
 }
 
 // postAndWaitQuiet submits a request; its message is posted once jobs run.

@@ -377,6 +377,22 @@ func postCalls(emu *slackemu.Server) (ok, failed int) {
 
 func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
+	v, _, _ := sample(t, reg, name, labels)
+	return v
+}
+
+// histogram is the sample count and sum of a histogram series in reg.
+func histogram(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) (uint64, float64) {
+	t.Helper()
+	_, n, sum := sample(t, reg, name, labels)
+	return n, sum
+}
+
+// sample reads the first series of a metric in reg whose labels match
+// labels, as a scrape does: a counter's or gauge's value, a histogram's
+// sample count and sum.
+func sample(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) (value float64, count uint64, sum float64) {
+	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -393,12 +409,15 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map
 				}
 			}
 			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue()
+				return m.GetCounter().GetValue(), 0, 0
 			}
-			return m.GetGauge().GetValue()
+			if h := m.GetHistogram(); h != nil {
+				return 0, h.GetSampleCount(), h.GetSampleSum()
+			}
+			return m.GetGauge().GetValue(), 0, 0
 		}
 	}
-	return 0
+	return 0, 0, 0
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -2,11 +2,13 @@ package bot
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/slackout"
 	"github.com/approvalbot/approvalbot/store"
@@ -14,8 +16,12 @@ import (
 )
 
 // Metrics are the bot's Prometheus metrics: Slack posts, jobs, Slack API
-// latency. The outbox gauges are a separate collector (OutboxCollector).
+// latency, decisions. The outbox and open-request gauges are separate
+// collectors (OutboxCollector, OpenRequestsCollector).
 type Metrics struct {
+	// Decisions are the core's (approval.Options.Metrics): first answers
+	// and closes, registered with the rest.
+	Decisions *approval.Metrics
 	// Jobs are the job runner's (jobs.Options.Metrics), registered with
 	// the rest.
 	Jobs *jobs.Metrics
@@ -28,8 +34,9 @@ type Metrics struct {
 // NewMetrics registers the bot's metrics with reg (nil: unregistered, for tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		Jobs:     jobs.NewMetrics(reg),
-		Outbound: slackout.NewMetrics(reg),
+		Decisions: approval.NewMetrics(reg),
+		Jobs:      jobs.NewMetrics(reg),
+		Outbound:  slackout.NewMetrics(reg),
 		slackAPI: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "approvalbot_slack_api_duration_seconds",
 			Help:    "Slack Web API call latency, by method and HTTP status (\"error\" when no response arrived).",
@@ -121,4 +128,64 @@ func (c *OutboxCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(d.InFlight), "inflight")
 	ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(d.Dead), "dead")
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, d.OldestDue.Seconds())
+}
+
+// OpenAger counts the open requests by age; *store.Store implements it.
+type OpenAger interface {
+	OpenByAge(ctx context.Context, bounds []time.Duration) ([]int64, error)
+}
+
+// openAges are the age buckets of approvalbot_open_requests: the bounds
+// and a label for each bucket they make (one more than the bounds).
+var (
+	openAgeBounds = []time.Duration{time.Hour, 24 * time.Hour}
+	openAgeLabels = []string{"<1h", "1h-1d", ">1d"}
+)
+
+// openScrapeTimeout bounds the Redis read of one scrape: a slow Redis must
+// not hold the scrape (and Prometheus's timeout) hostage.
+const openScrapeTimeout = time.Second
+
+// OpenRequestsCollector exports the open requests by age, read from the
+// store's open-request indexes at scrape time (a few ZCOUNTs per shard, no
+// key-space scan), so the numbers are every replica's, not this process's.
+type OpenRequestsCollector struct {
+	store OpenAger
+	log   *slog.Logger
+	open  *prometheus.Desc
+	up    *prometheus.Desc
+}
+
+// NewOpenRequestsCollector returns a collector over st that logs failed
+// reads to log; register it with a registry.
+func NewOpenRequestsCollector(st OpenAger, log *slog.Logger) *OpenRequestsCollector {
+	return &OpenRequestsCollector{
+		store: st, log: log,
+		open: prometheus.NewDesc("approvalbot_open_requests",
+			"Open requests (pending, partial, escalated) by age since received: <1h, 1h-1d, >1d.", []string{"age"}, nil),
+		up: prometheus.NewDesc("approvalbot_open_requests_scrape_ok",
+			"1 when the open requests could be counted in Redis at this scrape.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *OpenRequestsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.open
+	ch <- c.up
+}
+
+// Collect implements prometheus.Collector.
+func (c *OpenRequestsCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), openScrapeTimeout)
+	defer cancel()
+	counts, err := c.store.OpenByAge(ctx, openAgeBounds)
+	if err != nil {
+		c.log.Warn("could not count the open requests for /metrics", "err", err)
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	for i, n := range counts {
+		ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(n), openAgeLabels[i])
+	}
 }

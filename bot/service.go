@@ -102,7 +102,7 @@ func NewService(d Deps) (*Service, error) {
 	directory := NewDirectory(d.Slack, cfg.DirectoryCacheTTL, d.Registry)
 	reminders := aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax}
 	decider := approval.New(d.Store, approval.Options{Now: d.Now, Policy: cfg.Policy(), Directory: directory,
-		Reminders: reminders,
+		Reminders: reminders, Metrics: d.Metrics.Decisions,
 		// The timer kinds this service registers a job handler for, below.
 		TimerKinds: map[string]bool{store.JobExpire: true, store.JobEscalate: true, store.JobRemind: true}})
 	deliverer, err := webhook.NewDeliverer(webhook.DelivererOptions{
@@ -173,7 +173,7 @@ func NewService(d Deps) (*Service, error) {
 		d.Logger.Warn("INTAKE_TOKENS is not set: intake ACCEPTS UNAUTHENTICATED requests (local mode only); " +
 			"they belong to agent \"" + webhook.AnonymousAgent + "\"")
 	}
-	d.Registry.MustRegister(NewOutboxCollector(d.Store),
+	d.Registry.MustRegister(NewOutboxCollector(d.Store), NewOpenRequestsCollector(d.Store, d.Logger.With("component", "metrics")),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	var auth *slackAuth

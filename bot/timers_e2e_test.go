@@ -346,6 +346,15 @@ func TestRemindersThreeProcessesExactlyOnce(t *testing.T) {
 			t.Errorf("%s: alice got %d reminders, bob %d; want %d each", title, a, b, max)
 		}
 	}
+	// The DMs are counted as exactly once as they are sent: across the
+	// three processes, one per DM.
+	var sent float64
+	for _, h := range hs {
+		sent += metricValue(t, h.reg, "approvalbot_reminders_sent_total", nil)
+	}
+	if want := float64(requests * max * 2); sent != want {
+		t.Errorf("approvalbot_reminders_sent_total %v across the processes, want %v", sent, want)
+	}
 }
 
 // clickIn clicks a control of a request in a copy of its message shown in

@@ -41,6 +41,8 @@ type timerDeps struct {
 	// lease is the job lease: a sweep for overlapping attempts at a copy
 	// is due one lease after the copy is recorded.
 	lease time.Duration
+	// metrics count the copies sent.
+	metrics *Metrics
 }
 
 func (d timerDeps) with(log *slog.Logger, component string) timerDeps {
@@ -101,7 +103,12 @@ func (h timerDeps) sendCopy(ctx context.Context, rec store.Record, effect string
 			}
 		case len(found) > 0:
 			c := store.Copy{Effect: effect, Channel: found[0].channel, TS: found[0].ts, ThreadTS: dest.threadTS}
-			_, _, err := h.store.RecordCopy(ctx, rec.ID, c, h.now().Add(h.lease))
+			_, won, err := h.store.RecordCopy(ctx, rec.ID, c, h.now().Add(h.lease))
+			if err == nil && won {
+				// The attempt that sent it never recorded it, so never
+				// counted it: this one does.
+				h.metrics.copySent(effect)
+			}
 			h.log.InfoContext(ctx, "found the copy an earlier attempt sent; not sending again", "request_id", rec.ID, "effect", effect)
 			return err
 		}
@@ -132,6 +139,7 @@ func (h timerDeps) sendCopy(ctx context.Context, rec store.Record, effect string
 		h.log.WarnContext(ctx, "another attempt recorded its copy first; deleting this one", "request_id", rec.ID, "effect", effect)
 		return deleteCopy(recordCtx, h.slack, h.log, rec.ID, effect, posted, ts)
 	}
+	h.metrics.copySent(effect)
 	return nil
 }
 

@@ -123,7 +123,7 @@ func Handlers(opts Options) (map[string]jobs.Handler, error) {
 	}
 	p := &poster{opts: opts, log: log.With("component", "poster")}
 	timers := timerDeps{store: opts.Store, core: opts.Core, dir: opts.Directory, slack: opts.Slack, now: opts.Now,
-		rateLimitHold: opts.RateLimitHold, defaults: opts.Defaults, lease: opts.Lease}
+		rateLimitHold: opts.RateLimitHold, defaults: opts.Defaults, lease: opts.Lease, metrics: opts.Metrics}
 	out := map[string]jobs.Handler{
 		store.JobPost:   postJob{p},
 		store.JobSync:   syncJob{p},

@@ -181,3 +181,37 @@ func (s *Store) pageIndexes(ctx context.Context, keysOf func(shard int) []string
 	page.Items = recs
 	return page, nil
 }
+
+// OpenByAge counts the open requests by age (time since received): counts[0]
+// are younger than bounds[0], counts[i] at least bounds[i-1] and younger
+// than bounds[i], the last at least the last bound old. bounds must
+// ascend. It reads the per-shard idx:open (scored by received time) with one
+// ZCOUNT per shard and age bucket, never the key space: cheap enough for
+// every scrape.
+func (s *Store) OpenByAge(ctx context.Context, bounds []time.Duration) ([]int64, error) {
+	now := s.nowMs()
+	// Score ranges by bucket: received after now-bounds[0], and so on back.
+	ranges := make([][2]string, len(bounds)+1)
+	upper := "+inf"
+	for i, b := range bounds {
+		edge := now - b.Milliseconds()
+		ranges[i] = [2]string{"(" + strconv.FormatInt(edge, 10), upper}
+		upper = strconv.FormatInt(edge, 10)
+	}
+	ranges[len(bounds)] = [2]string{"-inf", upper}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, 0, Shards*len(ranges))
+	for shard := range Shards {
+		for _, r := range ranges {
+			cmds = append(cmds, pipe.ZCount(ctx, s.keys.openIndex(shard), r[0], r[1]))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("store: count open requests by age: %w", err)
+	}
+	counts := make([]int64, len(ranges))
+	for i, c := range cmds {
+		counts[i%len(ranges)] += c.Val()
+	}
+	return counts, nil
+}
