@@ -83,7 +83,7 @@ func TestPostCrashAfterSlackAcceptedIsNotRepeated(t *testing.T) {
 		t.Fatalf("first worker: %v, want the crash", err)
 	}
 	job.Attempt = 2
-	if err := h.newWorker(h.slackClient(), h.store, time.Second).Handle(ctx, job); err != nil {
+	if err := handlePaced(ctx, h.newWorker(h.slackClient(), h.store, time.Second), job); err != nil {
 		t.Fatalf("second worker: %v", err)
 	}
 	if ok, _ := postCalls(h.emu); ok != 1 {
@@ -107,22 +107,31 @@ func raceTwoWorkers(t *testing.T, h *harness, firstRecords slackout.Store) (id s
 	// The second worker may find the channel's pace slot (1 ms) still held
 	// by the first; like the runner, it tries again when told to.
 	second := h.newWorker(h.slackClient(), h.store, time.Nanosecond)
-	// Pacing is a free retry: the attempt number stays.
 	job.Attempt = 2
-	for {
-		err := second.Handle(ctx, job)
-		var retry *jobs.RetryError
-		if errors.As(err, &retry) && retry.Free {
-			time.Sleep(retry.After)
-			continue
-		}
-		if err != nil {
-			t.Fatalf("second worker: %v", err)
-		}
-		break
+	if err := handlePaced(ctx, second, job); err != nil {
+		t.Fatalf("second worker: %v", err)
 	}
 	close(gate.release)
 	return id, <-firstDone
+}
+
+// handlePaced runs job on w as the runner would: a free retry (the
+// channel's pace slot is still held by an earlier post) waits as told and
+// runs again, with the attempt number unchanged; any other result is
+// returned.
+func handlePaced(ctx context.Context, w jobs.Handler, job store.Job) error {
+	for {
+		err := w.Handle(ctx, job)
+		var retry *jobs.RetryError
+		if !errors.As(err, &retry) || !retry.Free {
+			return err
+		}
+		select {
+		case <-time.After(retry.After):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Two workers post at once (the first outlived its lease inside the Slack
@@ -178,9 +187,11 @@ func TestPostLookupFailure(t *testing.T) {
 	if err := h.newWorker(h.slackClient(), crashingRecords{h.store}, time.Second).Handle(ctx, job); !errors.Is(err, errCrash) {
 		t.Fatalf("first worker: %v, want the crash", err)
 	}
+	// The first worker's post holds the channel's pace slot: the next
+	// workers wait for it as the runner would (handlePaced).
 	h.emu.InjectHTTPStatus("conversations.history", http.StatusServiceUnavailable, 1)
 	job.Attempt = 2
-	if err := h.newWorker(h.slackClient(), h.store, time.Second).Handle(ctx, job); err == nil {
+	if err := handlePaced(ctx, h.newWorker(h.slackClient(), h.store, time.Second), job); err == nil {
 		t.Fatal("a failed lookup was not retried")
 	}
 	if ok, _ := postCalls(h.emu); ok != 1 {
@@ -188,7 +199,7 @@ func TestPostLookupFailure(t *testing.T) {
 	}
 	h.emu.InjectError("conversations.history", "missing_scope", 1)
 	job.Attempt = 3
-	if err := h.newWorker(h.slackClient(), h.store, time.Second).Handle(ctx, job); err != nil {
+	if err := handlePaced(ctx, h.newWorker(h.slackClient(), h.store, time.Second), job); err != nil {
 		t.Fatalf("worker without the history scope: %v", err)
 	}
 	if ok, _ := postCalls(h.emu); ok != 2 {
@@ -269,7 +280,7 @@ func TestInternalErrorAfterAcceptedPostIsNotRepeated(t *testing.T) {
 	ctx := ctxTimeout(t, guard)
 	_ = h.newWorker(acceptedThenFailedSlack{h.slackClient()}, h.store, time.Minute).Handle(ctx, job)
 	job.Attempt = 2
-	if err := h.newWorker(h.slackClient(), h.store, time.Minute).Handle(ctx, job); err != nil {
+	if err := handlePaced(ctx, h.newWorker(h.slackClient(), h.store, time.Minute), job); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
 	h.onlyMessage(id, "C0APPROVALS")
