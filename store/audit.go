@@ -166,18 +166,47 @@ func (e *ChainError) Error() string {
 // VerifyChain recomputes a chain's hashes; it returns a *ChainError naming
 // the first entry that does not match.
 func (s *Store) VerifyChain(name string, entries []AuditEntry) error {
-	prev := ""
-	for i, e := range entries {
-		seq := int64(i + 1)
-		switch {
-		case e.Seq != seq:
-			return &ChainError{Chain: name, Seq: seq, Reason: fmt.Sprintf("sequence number is %d, want %d (an entry was removed or inserted)", e.Seq, seq)}
-		case e.Prev != prev:
-			return &ChainError{Chain: name, Seq: seq, Reason: "prev does not match the hash of the entry before it"}
-		case s.hasher.sum(e) != e.Hash:
-			return &ChainError{Chain: name, Seq: seq, Reason: "hash does not match the entry's content (it was modified)"}
+	return AuditVerifier{hasher: s.hasher}.verifyFrom(name, chainHead{}, entries)
+}
+
+// AuditVerifier checks audit entries without Redis, with the same hashing
+// as the Store that wrote them: "approvalbot audit verify --file" checks an
+// export offline with it, so the offline and the live checks cannot drift.
+type AuditVerifier struct{ hasher auditHasher }
+
+// NewAuditVerifier verifies entries hashed under key (AUDIT_KEY; empty for
+// plain SHA-256), as Options.AuditKey hashes them.
+func NewAuditVerifier(key []byte) AuditVerifier { return AuditVerifier{hasher: auditHasher{key: key}} }
+
+// CheckLink checks that e is the entry that follows the entry (prevSeq,
+// prevHash) of chain name: its sequence number, its link and its own hash.
+// prevSeq 0 and prevHash "" check a chain's first entry.
+func (v AuditVerifier) CheckLink(name string, prevSeq int64, prevHash string, e AuditEntry) error {
+	seq := prevSeq + 1
+	switch {
+	case e.Seq != seq:
+		return &ChainError{Chain: name, Seq: seq, Reason: fmt.Sprintf("sequence number is %d, want %d (an entry was removed or inserted)", e.Seq, seq)}
+	case e.Prev != prevHash:
+		return &ChainError{Chain: name, Seq: seq, Reason: "prev does not match the hash of the entry before it"}
+	}
+	return v.CheckHash(name, e)
+}
+
+// CheckHash checks only that e's hash covers its content: for the first
+// entry of a partial chain, whose predecessor is not at hand.
+func (v AuditVerifier) CheckHash(name string, e AuditEntry) error {
+	if v.hasher.sum(e) != e.Hash {
+		return &ChainError{Chain: name, Seq: e.Seq, Reason: "hash does not match the entry's content (it was modified)"}
+	}
+	return nil
+}
+
+func (v AuditVerifier) verifyFrom(name string, prev chainHead, entries []AuditEntry) error {
+	for _, e := range entries {
+		if err := v.CheckLink(name, prev.seq, prev.hash, e); err != nil {
+			return err
 		}
-		prev = e.Hash
+		prev = chainHead{seq: e.Seq, hash: e.Hash}
 	}
 	return nil
 }
@@ -241,16 +270,26 @@ func (s *Store) VerifyAll(ctx context.Context) (VerifyReport, error) {
 // the head as well takes write access to Redis; an external anchor of the
 // heads is the defence against that.)
 func tailMatches(name string, entries []AuditEntry, head string) error {
-	want := chainHead{}
+	return lastMatchesHead(name, lastOf(entries), head)
+}
+
+// lastOf is the head a chain of entries ends at (zero when it is empty).
+func lastOf(entries []AuditEntry) chainHead {
 	if n := len(entries); n > 0 {
-		want = chainHead{seq: entries[n-1].Seq, hash: entries[n-1].Hash}
+		return chainHead{seq: entries[n-1].Seq, hash: entries[n-1].Hash}
 	}
-	if head == "" && len(entries) == 0 {
+	return chainHead{}
+}
+
+// lastMatchesHead checks that a chain whose last entry is last ends at
+// head, the "seq:hash" stored for it.
+func lastMatchesHead(name string, last chainHead, head string) error {
+	if head == "" && last == (chainHead{}) {
 		return nil
 	}
-	if got := parseHead(head); got != want {
-		return &ChainError{Chain: name, Seq: want.seq + 1,
-			Reason: fmt.Sprintf("the chain ends at entry %d but its head records entry %d: entries were removed from its end", want.seq, got.seq)}
+	if got := parseHead(head); got != last {
+		return &ChainError{Chain: name, Seq: last.seq + 1,
+			Reason: fmt.Sprintf("the chain ends at entry %d but its head records entry %d: entries were removed from its end", last.seq, got.seq)}
 	}
 	return nil
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/approvalbot/approvalbot/bot"
 )
@@ -24,10 +27,16 @@ Usage:
                               /healthz, /readyz, /metrics) and the job runner
   approvalbot version         print the version, VCS commit and Go version
   approvalbot audit verify    recompute every audit hash chain in REDIS_URL
+  approvalbot audit export [--since RFC3339] [--until RFC3339]
+                              write the audit chains (all, or the entries within
+                              the range) to stdout as NDJSON, to verify offline
+  approvalbot audit verify --file EXPORT
+                              verify an export (- reads stdin) with AUDIT_KEY
+                              alone, without Redis
   approvalbot help            print this help (also -h, --help)
 
-Configuration is environment variables only; there are no flags and no config
-file.
+Configuration is environment variables only; there are no flags (beyond the
+audit commands' above) and no config file.
 
 ` + buildHelp + `
 
@@ -49,41 +58,89 @@ const (
 	cmdHelp
 	cmdVersion
 	cmdAuditVerify
+	cmdAuditExport
 )
+
+// invocation is a parsed command line.
+type invocation struct {
+	cmd          command
+	since, until time.Time // audit export's range (zero: unbounded)
+	file         string    // audit verify --file ("-": stdin; "": verify Redis)
+}
 
 // parseArgs reads the command line (without the program name). Asking for
 // help anywhere wins, so "approvalbot audit verify --help" explains rather
 // than runs.
-func parseArgs(args []string) (command, error) {
+func parseArgs(args []string) (invocation, error) {
 	for _, a := range args {
 		if a == "-h" || a == "-help" || a == "--help" {
-			return cmdHelp, nil
+			return invocation{cmd: cmdHelp}, nil
 		}
 	}
 	switch {
 	case len(args) == 0:
-		return cmdRun, nil
+		return invocation{cmd: cmdRun}, nil
 	case len(args) == 1 && args[0] == "help":
-		return cmdHelp, nil
+		return invocation{cmd: cmdHelp}, nil
 	case len(args) == 1 && (args[0] == "version" || args[0] == "-version" || args[0] == "--version"):
-		return cmdVersion, nil
-	case len(args) == 2 && args[0] == "audit" && args[1] == "verify":
-		return cmdAuditVerify, nil
+		return invocation{cmd: cmdVersion}, nil
+	case len(args) >= 2 && args[0] == "audit" && (args[1] == "verify" || args[1] == "export"):
+		return parseAudit(args)
 	case strings.HasPrefix(args[0], "-"):
-		return 0, usageError{fmt.Sprintf("unknown flag %q: approvalbot takes no flags, its configuration is environment variables", args[0])}
+		return invocation{}, usageError{fmt.Sprintf("unknown flag %q: approvalbot takes no flags, its configuration is environment variables", args[0])}
 	default:
-		return 0, usageError{fmt.Sprintf("unknown command %q", strings.Join(args, " "))}
+		return invocation{}, usageError{fmt.Sprintf("unknown command %q", strings.Join(args, " "))}
 	}
+}
+
+// parseAudit reads "audit verify [--file F]" and "audit export [--since T]
+// [--until T]": each takes only its own flags.
+func parseAudit(args []string) (invocation, error) {
+	fs := flag.NewFlagSet("approvalbot "+args[0]+" "+args[1], flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // the usage error below says what was wrong, then the usage
+	var inv invocation
+	var since, until string
+	if args[1] == "verify" {
+		inv.cmd = cmdAuditVerify
+		fs.StringVar(&inv.file, "file", "", "")
+	} else {
+		inv.cmd = cmdAuditExport
+		fs.StringVar(&since, "since", "", "")
+		fs.StringVar(&until, "until", "", "")
+	}
+	if err := fs.Parse(args[2:]); err != nil {
+		return invocation{}, usageError{fmt.Sprintf("%s: %v", fs.Name(), err)}
+	}
+	if fs.NArg() > 0 {
+		return invocation{}, usageError{fmt.Sprintf("unknown command %q", strings.Join(args, " "))}
+	}
+	for _, t := range []struct {
+		flag, value string
+		to          *time.Time
+	}{{"since", since, &inv.since}, {"until", until, &inv.until}} {
+		if t.value == "" {
+			continue
+		}
+		v, err := time.Parse(time.RFC3339, t.value)
+		if err != nil {
+			return invocation{}, usageError{fmt.Sprintf("%s: --%s %q is not an RFC 3339 time (2006-01-02T15:04:05Z)", fs.Name(), t.flag, t.value)}
+		}
+		*t.to = v
+	}
+	if !inv.since.IsZero() && !inv.until.IsZero() && inv.until.Before(inv.since) {
+		return invocation{}, usageError{fs.Name() + ": --until is before --since"}
+	}
+	return inv, nil
 }
 
 // runCLI runs the command line args and returns the process's exit code.
 func runCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmd, err := parseArgs(args)
+	inv, err := parseArgs(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "approvalbot: %v\n\n%s", err, usage)
 		return exitUsage
 	}
-	switch cmd {
+	switch inv.cmd {
 	case cmdHelp:
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -92,7 +149,13 @@ func runCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "approvalbot %s\ncommit %s\ngo %s\n", info.Version, info.Commit, info.GoVersion)
 		return exitOK
 	case cmdAuditVerify:
-		err = auditVerify(ctx, stdout)
+		if inv.file != "" {
+			err = auditVerifyFile(inv.file, os.Stdin, stdout)
+		} else {
+			err = auditVerify(ctx, stdout)
+		}
+	case cmdAuditExport:
+		err = auditExport(ctx, stdout, stderr, inv.since, inv.until)
 	default:
 		err = run(ctx)
 	}
