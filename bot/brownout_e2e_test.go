@@ -3,7 +3,6 @@ package bot_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -165,8 +164,9 @@ func brownoutHarness(t *testing.T, storeTimeout, redisTimeout time.Duration) (*h
 
 // wantUnavailable checks a 503 with Retry-After and a JSON error saying the
 // store is unavailable.
-func wantUnavailable(t *testing.T, what string, r response, retryAfter string) {
+func wantUnavailable(t *testing.T, what string, r response) {
 	t.Helper()
+	retryAfter := r.Header.Get("Retry-After")
 	if r.Status != http.StatusServiceUnavailable || retryAfter != "2" {
 		t.Errorf("%s with Redis frozen: %d (Retry-After %q) %s; want 503 with Retry-After 2", what, r.Status, retryAfter, r.Body)
 		return
@@ -174,23 +174,6 @@ func wantUnavailable(t *testing.T, what string, r response, retryAfter string) {
 	if msg, _ := r.json(t)["error"].(string); !strings.HasPrefix(msg, "store unavailable: ") {
 		t.Errorf("%s: error %q does not say the store is unavailable", what, msg)
 	}
-}
-
-func (h *harness) doHeaders(method, path string, body []byte) (response, http.Header) {
-	h.t.Helper()
-	req, err := http.NewRequest(method, h.http.URL+path, strings.NewReader(string(body)))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tokenPM)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := h.http.Client().Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return response{Status: resp.StatusCode, Body: b}, resp.Header
 }
 
 // With Redis frozen, intake, reads, listing and withdrawal answer 503 with
@@ -202,16 +185,16 @@ func TestBrownoutAPIAnswers503WithRetryAfter(t *testing.T) {
 	id := h.postAndWaitQuiet(exampleWith(t, "brownout-api", nil))
 
 	f.set(frozen)
-	r, hdr := h.doHeaders(http.MethodPost, "/v1/requests", exampleWith(t, "brownout-api-new", nil))
-	wantUnavailable(t, "POST /v1/requests", r, hdr.Get("Retry-After"))
-	r, hdr = h.doHeaders(http.MethodGet, "/v1/requests/"+id, nil)
-	wantUnavailable(t, "GET /v1/requests/{id}", r, hdr.Get("Retry-After"))
-	r, hdr = h.doHeaders(http.MethodGet, "/v1/requests/"+id+"?wait=30s", nil)
-	wantUnavailable(t, "GET /v1/requests/{id}?wait=30s", r, hdr.Get("Retry-After"))
-	r, hdr = h.doHeaders(http.MethodGet, "/v1/requests", nil)
-	wantUnavailable(t, "GET /v1/requests", r, hdr.Get("Retry-After"))
-	r, hdr = h.doHeaders(http.MethodDelete, "/v1/requests/"+id, nil)
-	wantUnavailable(t, "DELETE /v1/requests/{id}", r, hdr.Get("Retry-After"))
+	r := h.do(http.MethodPost, "/v1/requests", tokenPM, "application/json", exampleWith(t, "brownout-api-new", nil))
+	wantUnavailable(t, "POST /v1/requests", r)
+	r = h.do(http.MethodGet, "/v1/requests/"+id, tokenPM, "", nil)
+	wantUnavailable(t, "GET /v1/requests/{id}", r)
+	r = h.do(http.MethodGet, "/v1/requests/"+id+"?wait=30s", tokenPM, "", nil)
+	wantUnavailable(t, "GET /v1/requests/{id}?wait=30s", r)
+	r = h.do(http.MethodGet, "/v1/requests", tokenPM, "", nil)
+	wantUnavailable(t, "GET /v1/requests", r)
+	r = h.do(http.MethodDelete, "/v1/requests/"+id, tokenPM, "", nil)
+	wantUnavailable(t, "DELETE /v1/requests/{id}", r)
 
 	f.set(thawed)
 	if got := h.get(id)["status"]; got != "pending" {
@@ -232,8 +215,8 @@ func TestBrownoutIntakeRetryOfALandedWriteIsADuplicate(t *testing.T) {
 	body := exampleWith(t, "brownout-landed", nil)
 
 	f.set(withholdAnswer)
-	r, hdr := h.doHeaders(http.MethodPost, "/v1/requests", body)
-	wantUnavailable(t, "POST whose write landed", r, hdr.Get("Retry-After"))
+	r := h.do(http.MethodPost, "/v1/requests", tokenPM, "application/json", body)
+	wantUnavailable(t, "POST whose write landed", r)
 
 	f.set(thawed)
 	r = h.post(body)

@@ -172,6 +172,7 @@ func (o *testOutput) close() { o.mu.Lock(); o.closed = true; o.mu.Unlock() }
 type response struct {
 	Status int
 	Body   []byte
+	Header http.Header
 }
 
 func (r response) json(t testing.TB) map[string]any {
@@ -201,7 +202,7 @@ func (h *harness) do(method, path, token, contentType string, body []byte) respo
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return response{Status: resp.StatusCode, Body: b}
+	return response{Status: resp.StatusCode, Body: b, Header: resp.Header}
 }
 
 func (h *harness) post(body []byte) response {

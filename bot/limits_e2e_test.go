@@ -29,13 +29,13 @@ func TestIntakeLimits(t *testing.T) {
 	clk := newFakeClock()
 	h := newHarness(t, withClock(clk), withLimits(t, "1/h", "other:off", 0, "other:1"))
 	h.accept(simple(t, "lim-1", nil, ""))
-	r, hdr := h.doHeaders(http.MethodPost, "/v1/requests", simple(t, "lim-2", nil, ""))
+	r := h.do(http.MethodPost, "/v1/requests", tokenPM, "application/json", simple(t, "lim-2", nil, ""))
 	if r.Status != http.StatusTooManyRequests {
 		t.Fatalf("second POST within the hour: %d %s, want 429", r.Status, r.Body)
 	}
 	// The clock runs on, so the wait is an hour less however long this took.
-	if ra, err := strconv.Atoi(hdr.Get("Retry-After")); err != nil || ra < 1 || ra > 3600 {
-		t.Errorf("Retry-After = %q, want 1..3600 seconds", hdr.Get("Retry-After"))
+	if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 || ra > 3600 {
+		t.Errorf("Retry-After = %q, want 1..3600 seconds", r.Header.Get("Retry-After"))
 	}
 	if m := r.json(t); m["limit"].(map[string]any)["name"] != "rate" || !strings.Contains(m["error"].(string), "INTAKE_RATE") {
 		t.Errorf("429 body = %s", r.Body)

@@ -1,11 +1,9 @@
 package webhook_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -39,16 +37,8 @@ func seedWith(t *testing.T, id string, slack map[string]any) []byte {
 
 func (a *api) submit(token string, body []byte) response {
 	a.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, a.srv.URL+"/v1/requests", bytes.NewReader(body))
-	mustNil(a.t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := a.srv.Client().Do(req)
-	mustNil(a.t, err)
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	_, _ = b.ReadFrom(resp.Body)
-	return response{Status: resp.StatusCode, Body: b.Bytes()}
+	r, _ := a.post(token, body)
+	return r
 }
 
 // Intake refuses what the workspace's policy refuses, naming the field and
