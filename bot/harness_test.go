@@ -108,7 +108,8 @@ func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *s
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}
-	st, err := store.New(rdb, store.Options{Prefix: prefix, Now: deps.Now, HomeJobs: true})
+	st, err := store.New(rdb, store.Options{Prefix: prefix, Now: deps.Now, HomeJobs: true,
+		OpenCounts: cfg.Limits().CapsOpen()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,5 +89,66 @@ func TestConfigIntakeLimits(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
 		}
+	}
+}
+
+// Two services over one Redis, an agent capped at 5 open requests, and 40
+// of its requests at once split between them: exactly 5 are accepted and
+// 35 refused with the open_cap 429, however the two interleave. A
+// resubmission at the cap is still answered 200, and once one request is
+// withdrawn (on either service) exactly one more gets in.
+func TestIntakeOpenCapAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	first := newHarness(t, withLimits(t, "off", "", 5, ""))
+	procs := []*harness{first, newHarnessOn(t, first.rdb, first.prefix, first.emu, withLimits(t, "off", "", 5, ""))}
+	post := func(i int, id string) response {
+		return procs[i%2].do(http.MethodPost, "/v1/requests", tokenPM, "application/json", simple(t, id, nil, ""))
+	}
+	bodies := make([][]byte, 40)
+	for i := range bodies {
+		bodies[i] = simple(t, "flood-"+strconv.Itoa(i), nil, "")
+	}
+	var mu sync.Mutex
+	var accepted []string
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	for i := range bodies {
+		wg.Go(func() {
+			r := procs[i%2].do(http.MethodPost, "/v1/requests", tokenPM, "application/json", bodies[i])
+			mu.Lock()
+			defer mu.Unlock()
+			statuses[r.Status]++
+			switch r.Status {
+			case http.StatusAccepted:
+				accepted = append(accepted, "flood-"+strconv.Itoa(i))
+			case http.StatusTooManyRequests:
+				if !strings.Contains(string(r.Body), `"name":"open_cap"`) || !strings.Contains(string(r.Body), `"max":5`) {
+					t.Errorf("429 body = %s", r.Body)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if statuses[http.StatusAccepted] != 5 || statuses[http.StatusTooManyRequests] != 35 {
+		t.Fatalf("statuses = %v; want 5 accepted, 35 refused", statuses)
+	}
+	if r := post(1, accepted[0]); r.Status != http.StatusOK {
+		t.Errorf("resubmission at the cap: %d %s, want 200", r.Status, r.Body)
+	}
+	if r := procs[1].do(http.MethodDelete, "/v1/requests/"+accepted[0], tokenPM, "", nil); r.Status != http.StatusOK {
+		t.Fatalf("withdraw: %d %s", r.Status, r.Body)
+	}
+	statuses = map[int]int{}
+	for i := range 6 {
+		wg.Go(func() {
+			r := post(i, "more-"+strconv.Itoa(i))
+			mu.Lock()
+			defer mu.Unlock()
+			statuses[r.Status]++
+		})
+	}
+	wg.Wait()
+	if statuses[http.StatusAccepted] != 1 || statuses[http.StatusTooManyRequests] != 5 {
+		t.Errorf("after a withdrawal, statuses = %v; want 1 accepted, 5 refused", statuses)
 	}
 }

@@ -215,9 +215,10 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 		txs := h.txs
 		h.mu.Unlock()
 		t.Logf("checked %d script calls of %d distinct scripts and %d transactions", total, len(calls), txs)
-		// claimJobs, ackJob, retryJob, buryJob, takePaceSlot, holdPace, setFields.
-		if len(calls) < 7 {
-			t.Errorf("only %d distinct scripts ran through the hook; want all 7", len(calls))
+		// claimJobs, ackJob, retryJob, buryJob, takePaceSlot, holdPace, setFields,
+		// reserveOpen, settleOpen, seedOpen.
+		if len(calls) < 10 {
+			t.Errorf("only %d distinct scripts ran through the hook; want all 10", len(calls))
 		}
 		if txs == 0 {
 			t.Error("no MULTI/EXEC transaction ran through the hook")
@@ -231,5 +232,9 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 	t.Run("pace", func(t *testing.T) {
 		t.Parallel()
 		testPace(t, b)
+	})
+	t.Run("opencap", func(t *testing.T) {
+		t.Parallel()
+		testOpenCap(t, b)
 	})
 }

@@ -43,6 +43,11 @@ const Shards = 16
 //	<p>:pace:<channel>                 string  exists while a channel may not be posted to
 //	<p>:rate:{<agent>}                 hash    the agent's intake token bucket (INTAKE_RATE): level and when, in
 //	                                           takeToken's units (limits.go); its own hash tag, one slot per agent
+//	<p>:open:{<agent>}                 zset    the agent's open requests counted against INTAKE_MAX_OPEN (opencap.go):
+//	                                           request id -> reservation deadline (ms), or openConfirmed once
+//	                                           created; its own hash tag, one slot per agent, like rate
+//	<p>:open:{<agent>}:meta            hash    seed = ms until which the zset is trusted without re-seeding it
+//	                                           from the agent indexes; check = ms before which no reconcile runs
 //	<p>:event:<event id>               string  exists while a Slack event was already received (retries are dropped)
 //	<p>:slackreq:<request id>          string  exists while a Slack interaction or slash command was already applied
 //	                                           (replays are dropped): "http:" + SHA-256 of its signed timestamp and
@@ -117,6 +122,13 @@ func (k keys) pace(channel string) string { return k.prefix + ":pace:" + channel
 // shards (one agent's requests span them all) and tagged by the agent, so
 // the buckets of many agents spread over a Cluster.
 func (k keys) rate(agent string) string { return k.prefix + ":rate:{" + agent + "}" }
+
+// openCount is an agent's counted open requests (INTAKE_MAX_OPEN), and
+// openMeta its bookkeeping; both tagged by the agent like rate, so one
+// script sees both.
+func (k keys) openCount(agent string) string { return k.prefix + ":open:{" + agent + "}" }
+
+func (k keys) openMeta(agent string) string { return k.openCount(agent) + ":meta" }
 
 func (k keys) slackEvent(eventID string) string { return k.prefix + ":event:" + eventID }
 

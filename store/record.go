@@ -155,6 +155,10 @@ const answerField = "ans:" // request hash field prefix of an answer
 // the "requested" audit entry. created is false when the same agent already
 // stored the identical body (the stored record is returned); ErrConflict when
 // the id is taken otherwise.
+//
+// Under WriteBy, as for Update, Redis applies the create only before the
+// time given (ErrWriteDeadline otherwise): intake creates under the
+// reservation of a slot of the agent's open-request cap (ReserveOpen).
 func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created bool, err error) {
 	if n.ID == "" || n.Agent == "" || len(n.Document) == 0 || n.BodyHash == "" || n.Channel == "" {
 		return Record{}, false, errors.New("store: create: id, agent, document, hash and channel are required")
@@ -164,7 +168,16 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	}
 	shard := shardOf(n.ID)
 	reqKey, headKey := s.keys.request(n.ID), s.keys.auditShardHead(shard)
+	writeBy, fenced := ctx.Value(writeByKey{}).(time.Time)
 	for range 200 {
+		watched := []string{reqKey, headKey}
+		var fenceKey string
+		if fenced {
+			if fenceKey, err = s.setFence(ctx, n.ID, writeBy); err != nil {
+				return Record{}, false, err
+			}
+			watched = append(watched, fenceKey)
+		}
 		err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
 			h, err := tx.HMGet(ctx, reqKey, "hash", "agent").Result()
 			if err != nil {
@@ -175,6 +188,15 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 					return errDuplicate
 				}
 				return ErrConflict
+			}
+			if fenceKey != "" {
+				// Expired before WATCH saw it, the fence could not fail
+				// the EXEC: the time has passed, create nothing.
+				if alive, err := tx.Exists(ctx, fenceKey).Result(); err != nil {
+					return err
+				} else if alive == 0 {
+					return ErrWriteDeadline
+				}
 			}
 			head, err := tx.Get(ctx, headKey).Result()
 			if err != nil && !errors.Is(err, redis.Nil) {
@@ -217,10 +239,12 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 				return nil
 			})
 			return err
-		}, reqKey, headKey)
+		}, watched...)
 		switch {
 		case err == nil:
 			return rec, true, nil
+		case errors.Is(err, ErrWriteDeadline):
+			return Record{}, false, err
 		case errors.Is(err, errDuplicate):
 			rec, err = s.Get(ctx, n.ID)
 			return rec, false, err

@@ -200,3 +200,91 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1
 `)
+
+// reserveOpen takes one of an agent's open-request slots (INTAKE_MAX_OPEN)
+// for a request about to be created: the count is the zset's members, and
+// the new member is a reservation until ARGV[2], confirmed once the create
+// committed (confirmOpen). Time comes from ARGV (the store's clock). A
+// request that is a member already (open, or being created by another
+// intake) takes no second slot; its reservation, if still one, is extended
+// to ARGV[2] so that it outlives this intake's create. Nothing expires here:
+// a reservation past its deadline still counts until reconcile has looked
+// at its request (opencap.go), so a create that committed but was never
+// confirmed is never dropped from the count.
+//
+// At the cap, the first refusal in every ARGV[5] ms returns the members,
+// for the caller to reconcile them with their requests' statuses.
+//
+//	KEYS[1] -> <p>:open:{<agent>}        zset: request id -> reservation deadline ms, or ARGV[6]
+//	KEYS[2] -> <p>:open:{<agent>}:meta   hash: seed = trusted until, ms; check = no reconcile before, ms
+//	ARGV[1] -> now, Unix ms
+//	ARGV[2] -> the reservation's deadline, Unix ms
+//	ARGV[3] -> the cap (1 or more)
+//	ARGV[4] -> request id
+//	ARGV[5] -> least time between two reconciles, ms
+//	ARGV[6] -> the score of a confirmed member (openConfirmed)
+//
+// Returns {code, count}: code 1 reserved (count includes it), 2 already a
+// member (nothing taken), 0 refused at the cap, 3 not seeded (nothing done:
+// seed, then call again), or 4 refused at the cap with the members to
+// reconcile following, as id, score pairs.
+var reserveOpen = redis.NewScript(`
+local now, deadline, cap = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+if tonumber(redis.call('HGET', KEYS[2], 'seed') or '0') <= now then return {3, 0} end
+local cur = redis.call('ZSCORE', KEYS[1], ARGV[4])
+if cur then
+  if tonumber(cur) < deadline then redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4]) end
+  return {2, redis.call('ZCARD', KEYS[1])}
+end
+local n = redis.call('ZCARD', KEYS[1])
+if n < cap then
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
+  return {1, n + 1}
+end
+if tonumber(redis.call('HGET', KEYS[2], 'check') or '0') > now then return {0, n} end
+redis.call('HSET', KEYS[2], 'check', string.format('%d', now + tonumber(ARGV[5])))
+local out = {4, n}
+for _, v in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')) do out[#out + 1] = v end
+return out
+`)
+
+// settleOpen confirms or removes members of an agent's open-request count,
+// each only if its score is still the one the caller saw (so a reservation
+// renewed or confirmed meanwhile is left alone).
+//
+//	KEYS[1] -> <p>:open:{<agent>}
+//	ARGV[1] -> the score of a confirmed member (openConfirmed)
+//	ARGV[2..] -> triples: request id, the score seen, "c" (confirm) or "r" (remove)
+//
+// Returns how many members were removed.
+var settleOpen = redis.NewScript(`
+local removed = 0
+for i = 2, #ARGV, 3 do
+  local cur = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if cur and tonumber(cur) == tonumber(ARGV[i + 1]) then
+    if ARGV[i + 2] == 'c' then
+      redis.call('ZADD', KEYS[1], ARGV[1], ARGV[i])
+    else
+      redis.call('ZREM', KEYS[1], ARGV[i])
+      removed = removed + 1
+    end
+  end
+end
+return removed
+`)
+
+// seedOpen adds an agent's open requests, as its status indexes list them,
+// to its count as confirmed members, and trusts the count until ARGV[1].
+// Adding is always safe: a request listed is open or was (a closed one is
+// removed by reconcile), and one created since holds a member already.
+//
+//	KEYS[1] -> <p>:open:{<agent>}
+//	KEYS[2] -> <p>:open:{<agent>}:meta
+//	ARGV[1] -> trusted until, Unix ms
+//	ARGV[2] -> the score of a confirmed member (openConfirmed)
+//	ARGV[3..] -> request ids
+var seedOpen = redis.NewScript(`
+for i = 3, #ARGV do redis.call('ZADD', KEYS[1], ARGV[2], ARGV[i]) end
+redis.call('HSET', KEYS[2], 'seed', ARGV[1])
+return 0
+`)

@@ -41,6 +41,12 @@ type Options struct {
 	// new reviewers: the changes that move it in or out of someone's App
 	// Home tab. Set it where a job runner handles JobHome (the bot).
 	HomeJobs bool
+	// OpenCounts removes a request from its agent's count of open requests
+	// (opencap.go) once the change that closed it committed. Set it where
+	// intake caps open requests (INTAKE_MAX_OPEN): without it the count
+	// still never undercounts, but each closed request stays counted until
+	// a reconcile at the cap removes it.
+	OpenCounts bool
 }
 
 // Store is approvalbot's Redis state. It is safe for concurrent use.
@@ -52,6 +58,8 @@ type Store struct {
 	hasher  auditHasher
 	// homeJobs: see Options.HomeJobs.
 	homeJobs bool
+	// openCounts: see Options.OpenCounts.
+	openCounts bool
 }
 
 // New returns a Store over rdb, which may be a standalone, Sentinel or
@@ -67,7 +75,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Store, error) {
 		now:     opts.Now,
 		hasher:  auditHasher{key: opts.AuditKey},
 
-		homeJobs: opts.HomeJobs,
+		homeJobs:   opts.HomeJobs,
+		openCounts: opts.OpenCounts,
 	}
 	if s.now == nil {
 		s.now = time.Now

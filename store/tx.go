@@ -37,7 +37,8 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 	writeBy, fenced := ctx.Value(writeByKey{}).(time.Time)
 	for attempt := range 200 {
 		var out Record
-		var quiet, execSent bool
+		var quiet, execSent, closed bool
+		var agent string
 		watched := []string{reqKey, headKey}
 		var fenceKey string
 		if fenced {
@@ -78,6 +79,7 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 				return errNoChange
 			}
 			quiet = ch.auditOnly() || ch.Quiet
+			closed, agent = ch.Status != "" && !ch.Status.Open() && rec.Status.Open(), rec.Agent
 			execSent = true
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				s.queueChange(ctx, p, rec, parseHead(h["audit_head"]), parseHead(head), ch)
@@ -87,6 +89,11 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 		}, watched...)
 		switch {
 		case err == nil:
+			if closed && s.openCounts {
+				// After the commit, in another slot: if this is lost the
+				// agent's count only overcounts, until reconcile.
+				_ = s.forgetOpen(ctx, agent, id)
+			}
 			if !quiet {
 				s.publishChange(ctx, id)
 			}

@@ -28,9 +28,12 @@ type Store interface {
 	// "approvalbot audit verify" does (store.Store.VerifiedAudit).
 	VerifiedAudit(ctx context.Context, id string) ([]store.AuditEntry, []error, error)
 	AuditIntakeRefusal(ctx context.Context, r store.IntakeRefusal) error
-	// TakeIntakeToken and OpenRequests back the per-agent Limits.
+	// TakeIntakeToken backs the per-agent rate; ReserveOpen, ConfirmOpen
+	// and SettleOpen the cap on open requests (store/opencap.go).
 	TakeIntakeToken(ctx context.Context, agent string, rate store.Rate) (store.RateDecision, error)
-	OpenRequests(ctx context.Context, agent string) (int64, error)
+	ReserveOpen(ctx context.Context, agent, id string, max int, lease time.Duration) (store.OpenSlot, error)
+	ConfirmOpen(ctx context.Context, slot store.OpenSlot) error
+	SettleOpen(ctx context.Context, slot store.OpenSlot) error
 }
 
 // Lifecycle applies the agent's transitions to a request; *approval.Core

@@ -53,7 +53,7 @@ func newEnv(t *testing.T) *env {
 func newEnvWithClock(t *testing.T, now func() time.Time) *env {
 	t.Helper()
 	rdb, prefix := redistest.Client(t)
-	st, err := store.New(rdb, store.Options{Prefix: prefix, Now: now})
+	st, err := store.New(rdb, store.Options{Prefix: prefix, Now: now, OpenCounts: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,10 +35,11 @@ type links struct {
 func selfLink(id string) string { return "/v1/requests/" + id }
 
 // create is POST /v1/requests: validate, check the agent's limits (rate,
-// then open requests; a resubmission passes, see withinLimits), check the workspace's
-// authorization policy (a refusal is audited, the request not stored),
-// store with its Slack post queued (one atomic step), answer 202. It never
-// waits for Slack.
+// then a slot under its cap of open requests; a resubmission passes, see
+// withinLimits), check the workspace's authorization policy (a refusal is
+// audited, the request not stored), store with its Slack post queued (one
+// atomic step, fenced by the slot's reservation), settle the slot, answer
+// 202. It never waits for Slack.
 func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 	ctx := r.Context()
 	if !isJSON(r.Header.Get("Content-Type")) {
@@ -65,13 +66,20 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		writeError(w, http.StatusBadRequest, invalidMessage(probs), probs...)
 		return
 	}
-	if !a.withinLimits(ctx, w, r, agent, req.Artifact.ID, hash) {
+	slot, ok := a.withinLimits(ctx, w, r, agent, req.Artifact.ID, hash)
+	if !ok {
 		return
 	}
-	rec, created, err := a.opts.Lifecycle.Create(ctx, approval.Submission{
+	createCtx := ctx
+	if slot.Allowed() {
+		// The create must commit while the slot's reservation holds.
+		createCtx = store.WriteBy(ctx, slot.CreateBy)
+	}
+	rec, created, err := a.opts.Lifecycle.Create(createCtx, approval.Submission{
 		Request: req, Agent: agent, Document: doc, BodyHash: hash,
 		Channel: cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
 	})
+	a.settleSlot(ctx, slot, created, err)
 	var refused *approval.PolicyRefusal
 	if errors.As(err, &refused) {
 		a.refuseByPolicy(ctx, w, r, raw, agent, refused)

@@ -42,6 +42,21 @@ func (l Limits) MaxOpenFor(agent string) int {
 	return l.MaxOpen
 }
 
+// CapsOpen reports whether any agent's open requests are capped: then the
+// store keeps the counts up to date as requests close
+// (store.Options.OpenCounts).
+func (l Limits) CapsOpen() bool {
+	if l.MaxOpen > 0 {
+		return true
+	}
+	for _, n := range l.MaxOpenOverrides {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Bounds of a rate's count and burst: far above any sane setting, low
 // enough that the bucket's integer arithmetic stays exact in Lua's doubles.
 const maxRateCount = 1_000_000
@@ -152,8 +167,10 @@ type limitBody struct {
 }
 
 // withinLimits checks a new request of agent against its limits, in that
-// order: the rate (one script), then the cap on open requests (a count
-// over every shard). A refusal is answered 429 here and false returned.
+// order: the rate (one script), then the cap on open requests, where it
+// reserves one of the agent's slots (store.ReserveOpen, one script: exact
+// across replicas). A refusal is answered 429 here and ok is false. The
+// slot returned, when Allowed, goes to the create and then to settleSlot.
 // A resubmission of a request the agent has stored (same artifact.id, same
 // body) is let through, so Create answers it 200 as before: a retry must
 // never be refused for the load its first copy made. It is looked up only
@@ -161,16 +178,16 @@ type limitBody struct {
 //
 // Refusals are counted (approvalbot_intake_requests_total) and logged at
 // debug, not audited: a flooding agent would flood the audit chains too.
-func (a *API) withinLimits(ctx context.Context, w http.ResponseWriter, r *http.Request, agent, id, hash string) bool {
+func (a *API) withinLimits(ctx context.Context, w http.ResponseWriter, r *http.Request, agent, id, hash string) (slot store.OpenSlot, ok bool) {
 	rate := a.opts.Limits.RateFor(agent)
 	d, err := a.opts.Store.TakeIntakeToken(ctx, agent, rate)
 	if err != nil {
 		a.limitFailed(w, r, "take an intake token", err)
-		return false
+		return slot, false
 	}
 	if !d.Allowed {
 		if again, ok := a.resubmission(ctx, w, r, agent, id, hash); again || !ok {
-			return again
+			return slot, again
 		}
 		secs := int(math.Ceil(d.Wait.Seconds()))
 		secs = max(secs, 1)
@@ -182,31 +199,64 @@ func (a *API) withinLimits(ctx context.Context, w http.ResponseWriter, r *http.R
 				quote(agent), rate.Count, unitName(rate.Per), rate.Burst, a.rateSetting(agent), secs),
 			Limit: &limitBody{Name: "rate", Rate: FormatRate(rate), RetryAfter: secs},
 		})
-		return false
+		return slot, false
 	}
 	maxOpen := a.opts.Limits.MaxOpenFor(agent)
 	if maxOpen <= 0 {
-		return true
+		return slot, true
 	}
-	open, err := a.opts.Store.OpenRequests(ctx, agent)
+	slot, err = a.opts.Store.ReserveOpen(ctx, agent, id, maxOpen, a.openLease())
 	if err != nil {
-		a.limitFailed(w, r, "count open requests", err)
-		return false
+		a.limitFailed(w, r, "reserve an open request slot", err)
+		return store.OpenSlot{}, false
 	}
-	if open < int64(maxOpen) {
-		return true
+	if slot.Allowed() {
+		return slot, true
 	}
 	if again, ok := a.resubmission(ctx, w, r, agent, id, hash); again || !ok {
-		return again
+		return store.OpenSlot{}, again
 	}
 	a.opts.Metrics.intake("too_many_open")
-	a.log.DebugContext(ctx, "intake: request refused by the cap on open requests", "agent", agent, "open", open, "max", maxOpen)
+	a.log.DebugContext(ctx, "intake: request refused by the cap on open requests", "agent", agent, "open", slot.Open, "max", maxOpen)
 	writeJSON(w, http.StatusTooManyRequests, errorBody{
 		Error: fmt.Sprintf("too many open requests: agent %s has %d open, and may have at most %d (%s); "+
-			"submit again once some are resolved, expired or withdrawn", quote(agent), open, maxOpen, a.maxOpenSetting(agent)),
-		Limit: &limitBody{Name: "open_cap", Max: maxOpen, Open: open},
+			"submit again once some are resolved, expired or withdrawn", quote(agent), slot.Open, maxOpen, a.maxOpenSetting(agent)),
+		Limit: &limitBody{Name: "open_cap", Max: maxOpen, Open: slot.Open},
 	})
-	return false
+	return store.OpenSlot{}, false
+}
+
+// openLease is how long a reservation of an open-request slot outlives an
+// intake that died before settling it: twice the request's Redis deadline,
+// so the create (fenced at half of it, store.OpenSlot.CreateBy) is over
+// long before, even if the processes' clocks disagree by a second or two.
+func (a *API) openLease() time.Duration { return 2 * a.opts.StoreTimeout }
+
+// settleSlot finishes the reservation of slot after the create: confirmed
+// when the create stored the request; decided from the stored request
+// when it did not (a resubmission, a conflict, a policy refusal), so a
+// resubmission never holds two slots; left to reconcile when the outcome
+// is unknown (Redis did not answer: the create may have committed). A
+// failure here is logged, not answered: the count can then only be too
+// high, which reconcile corrects at the cap.
+func (a *API) settleSlot(ctx context.Context, slot store.OpenSlot, created bool, createErr error) {
+	if !slot.Allowed() {
+		return
+	}
+	if createErr != nil && store.Unavailable(createErr) && !errors.Is(createErr, store.ErrWriteDeadline) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.StoreTimeout)
+	defer cancel()
+	var err error
+	if createErr == nil && created {
+		err = a.opts.Store.ConfirmOpen(ctx, slot)
+	} else {
+		err = a.opts.Store.SettleOpen(ctx, slot)
+	}
+	if err != nil {
+		a.log.WarnContext(ctx, "intake: could not settle the open request slot; reconcile will", "error", err)
+	}
 }
 
 // resubmission reports whether agent already stored this very request

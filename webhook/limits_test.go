@@ -221,3 +221,44 @@ func TestIntakeOpenCap(t *testing.T) {
 		t.Errorf("intake_requests_total{outcome=too_many_open} = %v, want 2", n)
 	}
 }
+
+// A request that is not stored gives back the slot it reserved: a
+// different body under a stored id (409), the agent's own or another
+// agent's, and the resubmission of a closed request (200). A conflict
+// leaves the stored request counted.
+func TestIntakeOpenCapSlotsGivenBack(t *testing.T) {
+	t.Parallel()
+	a, _, _ := limitedAPI(t, webhook.Limits{MaxOpen: 2})
+	if r, _ := a.post(tokenPM, seedWith(t, "given-1", nil)); r.Status != http.StatusAccepted {
+		t.Fatalf("POST given-1: %d %s", r.Status, r.Body)
+	}
+	other := seedWith(t, "given-1", map[string]any{"channel": "#elsewhere"})
+	for range 3 {
+		if r, _ := a.post(tokenPM, other); r.Status != http.StatusConflict {
+			t.Fatalf("a different body under given-1: %d %s, want 409", r.Status, r.Body)
+		}
+		if r, _ := a.post(tokenOther, seedWith(t, "given-1", nil)); r.Status != http.StatusConflict {
+			t.Fatalf("another agent's request under given-1: %d %s, want 409", r.Status, r.Body)
+		}
+	}
+	if r, _ := a.post(tokenPM, seedWith(t, "given-2", nil)); r.Status != http.StatusAccepted {
+		t.Fatalf("POST given-2: %d %s", r.Status, r.Body)
+	}
+	if r, _ := a.post(tokenPM, seedWith(t, "given-3", nil)); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("POST given-3 beyond the cap: %d %s, want 429 (the conflict kept given-1 counted)", r.Status, r.Body)
+	}
+	if r := a.do(http.MethodDelete, "/v1/requests/given-1", tokenPM); r.Status != http.StatusOK {
+		t.Fatalf("withdraw: %d %s", r.Status, r.Body)
+	}
+	for range 3 {
+		if r, _ := a.post(tokenPM, seedWith(t, "given-1", nil)); r.Status != http.StatusOK {
+			t.Fatalf("resubmission of the withdrawn given-1: %d %s, want 200", r.Status, r.Body)
+		}
+	}
+	if r, _ := a.post(tokenPM, seedWith(t, "given-3", nil)); r.Status != http.StatusAccepted {
+		t.Errorf("POST given-3 after the withdrawal: %d %s, want 202", r.Status, r.Body)
+	}
+	if r, _ := a.post(tokenPM, seedWith(t, "given-4", nil)); r.Status != http.StatusTooManyRequests {
+		t.Errorf("POST given-4 beyond the cap: %d %s, want 429", r.Status, r.Body)
+	}
+}

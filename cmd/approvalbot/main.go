@@ -54,7 +54,8 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 
-	st, err := store.New(rdb, store.Options{Prefix: cfg.RedisPrefix, AuditKey: []byte(cfg.AuditKey), HomeJobs: true})
+	st, err := store.New(rdb, store.Options{Prefix: cfg.RedisPrefix, AuditKey: []byte(cfg.AuditKey), HomeJobs: true,
+		OpenCounts: cfg.Limits().CapsOpen()})
 	if err != nil {
 		return err
 	}

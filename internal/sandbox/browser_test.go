@@ -76,7 +76,8 @@ func localBot(t *testing.T) (string, localmode.Slack, *store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeRedis) // after the service's cleanup below: cleanups run last first
-	st, err := store.New(rdb, store.Options{Prefix: cfg.RedisPrefix, AuditKey: []byte(cfg.AuditKey), HomeJobs: true})
+	st, err := store.New(rdb, store.Options{Prefix: cfg.RedisPrefix, AuditKey: []byte(cfg.AuditKey), HomeJobs: true,
+		OpenCounts: cfg.Limits().CapsOpen()})
 	if err != nil {
 		t.Fatal(err)
 	}
