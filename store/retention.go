@@ -105,6 +105,9 @@ func (s *Store) Sweep(ctx context.Context, shard int, o RetentionOptions) (Sweep
 			return rep, fmt.Errorf("store: sweep shard %d: %w", shard, err)
 		}
 		scanned += len(ids)
+		if err := s.backfillGseq(ctx, shard, ids); err != nil {
+			return rep, err
+		}
 		for _, id := range ids {
 			if rep.Deleted >= o.Batch {
 				rep.More = true
@@ -138,6 +141,72 @@ func (s *Store) Sweep(ctx context.Context, shard int, o RetentionOptions) (Sweep
 		return rep, fmt.Errorf("store: sweep shard %d: record it: %w", shard, err)
 	}
 	return rep, nil
+}
+
+// backfillGseq records audit_gseq on the requests among ids stored before
+// it was recorded (no audit write since), so the sweep can tell whether an
+// export covers them: the global entry naming the request's newest entry is
+// looked up in the shard's chain, in one pass for all of them. Not found,
+// it was trimmed (the chain's base covers it, and only exported entries are
+// trimmed). HSETNX: an audit write meanwhile recorded a newer value itself.
+func (s *Store) backfillGseq(ctx context.Context, shard int, ids []string) error {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HMGet(ctx, s.keys.request(id), gseqField, "audit_head")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("store: sweep shard %d: %w", shard, err)
+	}
+	legacy := map[string]string{} // newest entry's hash -> request id
+	for i, c := range cmds {
+		if v := c.Val(); len(v) == 2 && v[0] == nil && v[1] != nil {
+			legacy[parseHead(v[1].(string)).hash] = ids[i]
+		}
+	}
+	if len(legacy) == 0 {
+		return nil
+	}
+	g, err := s.readShardChainMeta(ctx, shard)
+	if err != nil {
+		return err
+	}
+	found := map[string]int64{}
+	err = s.pageChain(ctx, s.keys.auditShard(shard), 0, parseHead(g.head).seq-g.base.seq-1, func(_ int64, e AuditEntry) error {
+		if id, ok := legacy[e.EntryHash]; ok && e.RequestID == id {
+			found[id] = e.Seq
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range legacy {
+		seq, ok := found[id]
+		if !ok && g.base.seq == 0 {
+			continue // nothing was trimmed, so it should be there: leave the request be
+		} else if !ok {
+			seq = g.base.seq
+		}
+		if err := s.rdb.HSetNX(ctx, s.keys.request(id), gseqField, seq).Err(); err != nil {
+			return fmt.Errorf("store: sweep shard %d: %w", shard, err)
+		}
+	}
+	return nil
+}
+
+// readShardChainMeta reads a shard chain's head and base (not its entries).
+func (s *Store) readShardChainMeta(ctx context.Context, shard int) (shardChain, error) {
+	var head, base *redis.StringCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		head = p.Get(ctx, s.keys.auditShardHead(shard))
+		base = p.Get(ctx, s.keys.auditShardBase(shard))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return shardChain{}, fmt.Errorf("store: read audit head of shard %d: %w", shard, err)
+	}
+	return shardChain{head: head.Val(), base: parseHead(base.Val())}, nil
 }
 
 func (s *Store) exportMark(ctx context.Context, shard int) (int64, error) {
