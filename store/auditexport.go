@@ -139,8 +139,17 @@ func (s *Store) Export(ctx context.Context, w io.Writer, since, until time.Time)
 	within := func(e AuditEntry) (afterSince, beforeUntil bool) {
 		return since.IsZero() || !e.At.Before(since), until.IsZero() || !e.At.After(until)
 	}
+	ranged := !since.IsZero() || !until.IsZero()
 	for shard := range Shards {
-		ids, run, err := s.exportShard(ctx, write, shard, within)
+		// With a range, the request entries the exported global entries
+		// name: each request chain is widened to hold them, even if a
+		// writer's clock put one just outside the range, so the global
+		// run the export marks is covered by the request chains too.
+		var named map[string]bool
+		if ranged {
+			named = map[string]bool{}
+		}
+		ids, run, err := s.exportShard(ctx, write, shard, within, named)
 		if err != nil {
 			return sum, err
 		}
@@ -172,6 +181,11 @@ func (s *Store) Export(ctx context.Context, w io.Writer, since, until time.Time)
 			}
 			chain := c.entries
 			lo, hi := cut(len(chain), func(i int) AuditEntry { return chain[i] }, within)
+			for i, e := range chain {
+				if named[e.Hash] {
+					lo, hi = min(lo, i), max(hi, i)
+				}
+			}
 			if lo > hi {
 				continue
 			}
@@ -197,9 +211,11 @@ func (s *Store) Export(ctx context.Context, w io.Writer, since, until time.Time)
 
 // exportShard writes the part of a shard's global chain within the range
 // and returns the ids of the requests it references, in order, and the run
-// of global seqs it wrote (To 0: none). It reads the chain twice, a page at
+// of global seqs it wrote (To 0: none); it adds the request entries they
+// name to named, unless it is nil. It reads the chain twice, a page at
 // a time: once to find the run to export, once to write it.
-func (s *Store) exportShard(ctx context.Context, write func(ExportLine) error, shard int, within func(AuditEntry) (bool, bool)) ([]string, ExportRun, error) {
+func (s *Store) exportShard(ctx context.Context, write func(ExportLine) error, shard int, within func(AuditEntry) (bool, bool),
+	named map[string]bool) ([]string, ExportRun, error) {
 	name := fmt.Sprintf("shard %02d", shard)
 	key := s.keys.auditShard(shard)
 	var headCmd, baseCmd *redis.StringCmd
@@ -248,6 +264,9 @@ func (s *Store) exportShard(ctx context.Context, write func(ExportLine) error, s
 	err = s.pageChain(ctx, key, lo, hi, func(i int64, e AuditEntry) error {
 		if err := inPlace(i, e); err != nil {
 			return err
+		}
+		if named != nil && e.EntryHash != "" {
+			named[e.EntryHash] = true
 		}
 		if e.EntryHash != "" && !seen[e.RequestID] {
 			seen[e.RequestID] = true

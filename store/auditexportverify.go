@@ -224,10 +224,13 @@ func uncheckedRefs(refs map[string]map[string]globalRef) int {
 // crossCheck checks, once a request chain was read, that every global entry
 // of its shard naming an entry of the request is matched by an entry of the
 // chain in the file. References before the request's first global entry are
-// of an earlier request of that id (deleted by retention); those of a
-// partial chain are checked only within its times (an entry outside the run
-// a time range cut has a time outside it). Nil c or a shard chain: nothing.
+// of an earlier request of that id (deleted by retention). An export widens
+// a chain cut by its time range to every entry its global entries name, so
+// all must be there; in a format-1 export, which did not, those of a partial
+// chain are checked only within its times (an entry outside the run a time
+// range cut has a time outside it). Nil c or a shard chain: nothing.
 func (c *exportedChain) crossCheck(refs map[string]map[string]globalRef, rep *ExportReport) error {
+	legacy := rep.Legacy
 	if c == nil || c.request == "" {
 		return nil
 	}
@@ -243,7 +246,7 @@ func (c *exportedChain) crossCheck(refs map[string]map[string]globalRef, rep *Ex
 			rep.CrossChecked++
 		case ref.seq < c.firstGlobal:
 			rep.Unchecked++
-		case c.complete || (c.started && !ref.at.Before(c.firstAt) && !ref.at.After(c.lastAt)):
+		case c.complete || !legacy || (c.started && !ref.at.Before(c.firstAt) && !ref.at.After(c.lastAt)):
 			return &ChainError{Chain: ref.chain, Seq: ref.seq, Reason: fmt.Sprintf(
 				"references entry %s of request %s, which the exported chain of request %s does not hold", hash, c.request, c.request)}
 		}

@@ -456,3 +456,33 @@ func TestRetentionSweepsRequestsStoredBeforeTheUpgrade(t *testing.T) {
 		})
 	}
 }
+
+// A time-range export holds every request entry its global entries name,
+// even one a writer's clock put before the range: the run the export marks
+// is then covered by request chains too, and retention never deletes what
+// no export holds.
+func TestRangedExportHoldsWhatItsGlobalEntriesName(t *testing.T) {
+	t.Parallel()
+	f := rawBackends()["redis"](t, "")
+	const shard = 6
+	ids := idsInShard("skew", shard, 2)
+	f.clk.Set(t0.Add(5 * time.Second))
+	f.mustCreate(t, newReq(ids[0], "agent"))
+	f.clk.Set(t0.Add(-5 * time.Second)) // another replica's clock, behind
+	f.mustCreate(t, newReq(ids[1], "agent"))
+	var buf bytes.Buffer
+	sum, err := f.s.Export(f.ctx, &buf, t0, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Runs) != 1 || sum.Runs[0].From != 1 || sum.Runs[0].To != 2 {
+		t.Fatalf("runs = %+v, want shard %d's entries 1 to 2", sum.Runs, shard)
+	}
+	if !strings.Contains(buf.String(), `"chain":"request `+ids[1]+`"`) {
+		t.Errorf("the export leaves out %s, whose entry its global chain names:\n%s", ids[1], buf.String())
+	}
+	rep, err := store.NewAuditVerifier(nil).VerifyExport(&buf)
+	if err != nil || rep.CrossChecked != 2 {
+		t.Errorf("VerifyExport = %+v, %v", rep, err)
+	}
+}
