@@ -296,11 +296,19 @@ func (s *Store) VerifyAll(ctx context.Context) (VerifyReport, error) {
 			if err != nil {
 				return rep, err
 			}
+			gone := c.head == "" && len(c.entries) == 0
+			if gone && e.Seq > g.mark {
+				// An export and a sweep may have run since the chain was
+				// read: the mark now may cover it.
+				if g.mark, err = s.exportMark(ctx, shard); err != nil {
+					return rep, err
+				}
+			}
 			switch {
 			case containsHash(c.entries, e.EntryHash):
-			case c.head == "" && len(c.entries) == 0 && e.Seq <= g.mark:
+			case gone && e.Seq <= g.mark:
 				rep.Deleted++ // exported, then deleted by the retention sweep
-			case c.head == "" && len(c.entries) == 0:
+			case gone:
 				rep.Problems = append(rep.Problems, &ChainError{Chain: name, Seq: e.Seq,
 					Reason: "references request " + e.RequestID + ", which is gone although no export covers the entry"})
 			case e.Seq < c.gseq0 && e.Seq <= g.mark:

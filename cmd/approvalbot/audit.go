@@ -28,6 +28,9 @@ func auditVerify(ctx context.Context, out io.Writer) error {
 	for _, p := range rep.Problems {
 		fmt.Fprintln(out, "BROKEN:", p)
 	}
+	if rep.Deleted > 0 {
+		fmt.Fprintf(out, "%d global entries name requests deleted by retention after an export covered them\n", rep.Deleted)
+	}
 	fmt.Fprintf(out, "checked %d shard chains, %d request chains, %d entries: %d problems\n",
 		store.Shards, rep.Requests, rep.Entries, len(rep.Problems))
 	if len(rep.Problems) > 0 {
