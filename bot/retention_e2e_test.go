@@ -65,6 +65,12 @@ func TestRetentionSweepsThroughTheJobRunner(t *testing.T) {
 	if h.do(http.MethodGet, "/v1/requests/ret-unexported", tokenPM, "", nil).Status != http.StatusOK {
 		t.Error("a request no export covers was deleted")
 	}
+	if r := h.do(http.MethodGet, "/v1/requests/ret-exported/audit", tokenPM, "", nil); r.Status != http.StatusNotFound {
+		t.Errorf("audit of a deleted request: %d %s", r.Status, r.Body)
+	}
+	if r := h.do(http.MethodGet, "/v1/requests/ret-unexported/audit", tokenPM, "", nil); r.Status != http.StatusOK || r.json(t)["verified"] != true {
+		t.Errorf("audit of a kept request after the sweep: %d %s", r.Status, r.Body)
+	}
 	if n := metricValue(t, h.reg, "approvalbot_retention_deleted_total", nil); n != 1 {
 		t.Errorf("approvalbot_retention_deleted_total = %v, want 1", n)
 	}

@@ -214,26 +214,28 @@ func TestRetentionTamperingAfterTrimIsDetected(t *testing.T) {
 			f.rdb.Del(f.ctx, f.key(shard, "req:"+ids[2]), f.key(shard, "audit:"+ids[2]))
 		},
 	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			f := rawBackends()["redis"](t, "k")
-			const shard = 3
-			ids := idsInShard("tamper", shard, 3)
-			f.mustCreate(t, newReq(ids[0], "agent"))
-			f.mustWithdraw(t, ids[0])
-			f.exportAll(t, "k", time.Time{})
-			f.clk.Advance(2 * day)
-			f.mustCreate(t, newReq(ids[1], "agent"))
-			f.mustCreate(t, newReq(ids[2], "agent"))
-			f.sweep(t, shard, store.RetentionOptions{Retention: day})
-			if v := f.verifyAll(t); len(v.Problems) != 0 {
-				t.Fatalf("before tampering: %+v", v)
-			}
-			tamper(f, shard, ids)
-			if v := f.verifyAll(t); len(v.Problems) == 0 {
-				t.Errorf("VerifyAll found nothing after %s", name)
-			}
-		})
+		for backend, open := range rawBackends() {
+			t.Run(name+"/"+backend, func(t *testing.T) {
+				t.Parallel()
+				f := open(t, "k")
+				const shard = 3
+				ids := idsInShard("tamper", shard, 3)
+				f.mustCreate(t, newReq(ids[0], "agent"))
+				f.mustWithdraw(t, ids[0])
+				f.exportAll(t, "k", time.Time{})
+				f.clk.Advance(2 * day)
+				f.mustCreate(t, newReq(ids[1], "agent"))
+				f.mustCreate(t, newReq(ids[2], "agent"))
+				f.sweep(t, shard, store.RetentionOptions{Retention: day})
+				if v := f.verifyAll(t); len(v.Problems) != 0 {
+					t.Fatalf("before tampering: %+v", v)
+				}
+				tamper(f, shard, ids)
+				if v := f.verifyAll(t); len(v.Problems) == 0 {
+					t.Errorf("VerifyAll found nothing after %s", name)
+				}
+			})
+		}
 	}
 }
 
