@@ -67,7 +67,7 @@ func (c *Config) validateRetention(add func(format string, args ...any)) {
 	case d < 0:
 		add("RETENTION must not be negative, got %s (0 keeps everything)", d)
 	case d > 0 && d < MinRetention:
-		add("RETENTION must be at least %s (or 0 to keep everything), got %s: closed requests are deleted that long after they close", MinRetention, d)
+		add("RETENTION must be at least 1h (or 0 to keep everything), got %s: closed requests are deleted that long after they close", d)
 	}
 }
 
