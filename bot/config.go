@@ -65,6 +65,9 @@ type Config struct {
 	CallbackAllowPrivate bool   `envconfig:"CALLBACK_ALLOW_PRIVATE" default:"false"`
 	CallbackSecret       string `envconfig:"CALLBACK_SECRET"`
 	AuditKey             string `envconfig:"AUDIT_KEY"`
+	// Retention is how long closed requests, and audit entries already
+	// exported, are kept (bot/retention.go); 0 keeps everything.
+	Retention Retention `envconfig:"RETENTION" default:"0"`
 
 	// Who may decide, workspace-wide (see bot/config_policy.go and the README).
 	AdminUsers            []string      `envconfig:"ADMIN_USERS"`
@@ -250,6 +253,7 @@ func (c *Config) validate() error {
 	}
 	c.validateAuthorization(add)
 	c.validateLimits(add)
+	c.validateRetention(add)
 	c.validatePlaceholders(add)
 	if c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{} ") {
 		add("REDIS_PREFIX must be non-empty without braces or spaces")

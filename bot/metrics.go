@@ -27,8 +27,9 @@ type Metrics struct {
 	Jobs *jobs.Metrics
 	// Outbound are the Slack posts' and updates' (slackout.Options.Metrics),
 	// registered with the rest.
-	Outbound *slackout.Metrics
-	slackAPI *prometheus.HistogramVec
+	Outbound  *slackout.Metrics
+	retention *retentionMetrics
+	slackAPI  *prometheus.HistogramVec
 }
 
 // NewMetrics registers the bot's metrics with reg (nil: unregistered, for tests).
@@ -37,6 +38,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Decisions: approval.NewMetrics(reg),
 		Jobs:      jobs.NewMetrics(reg),
 		Outbound:  slackout.NewMetrics(reg),
+		retention: newRetentionMetrics(reg),
 		slackAPI: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "approvalbot_slack_api_duration_seconds",
 			Help:    "Slack Web API call latency, by method and HTTP status (\"error\" when no response arrived).",

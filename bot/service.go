@@ -7,6 +7,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,6 +64,9 @@ type Deps struct {
 	// (slack.OptionAppLevelToken), required when Config.SlackAppToken is
 	// set: Slack's requests then also arrive over Socket Mode.
 	SocketMode *slack.Client
+	// RetentionInterval overrides how often each shard's retention sweep
+	// runs when RETENTION is set (default 1h).
+	RetentionInterval time.Duration
 }
 
 // Sandbox is what the service needs of local mode's browser sandbox: it is
@@ -138,6 +142,11 @@ func NewService(d Deps) (*Service, error) {
 	}
 	jobHandlers[store.JobDeliver] = deliverer
 	jobHandlers[store.JobExpire] = deadlineJob{decider: decider, log: d.Logger.With("component", "deadline")}
+	// Registered with retention off too: a sweep scheduled while it was on
+	// then ends instead of being dead-lettered.
+	jobHandlers[store.JobRetain] = retentionJob{store: d.Store, retention: cfg.RetentionPeriod(),
+		interval: cmp.Or(d.RetentionInterval, defaultRetentionInterval), now: d.Now,
+		metrics: d.Metrics.retention, log: d.Logger.With("component", "retention")}
 	runner, err = jobs.NewRunner(d.Store, jobs.Options{
 		Handlers: jobHandlers, Concurrency: cfg.WorkerConcurrency, Lease: cfg.JobLease,
 		MaxAttempts: cfg.JobMaxAttempts, PollInterval: cfg.JobPollInterval, Now: d.Now, Metrics: d.Metrics.Jobs, Logger: d.Logger.With("component", "runner"),
@@ -175,6 +184,9 @@ func NewService(d Deps) (*Service, error) {
 	}
 	d.Registry.MustRegister(NewOutboxCollector(d.Store), NewOpenRequestsCollector(d.Store, d.Logger.With("component", "metrics")),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cfg.RetentionPeriod() > 0 {
+		d.Registry.MustRegister(NewRetentionCollector(d.Store, d.Now))
+	}
 
 	var auth *slackAuth
 	if !cfg.LocalMode() {
@@ -228,9 +240,30 @@ func (s *Service) RunJobs(ctx context.Context) error {
 			return err
 		}
 	}
+	if s.deps.Config.RetentionPeriod() > 0 {
+		go s.scheduleRetention(ctx)
+	}
 	err := s.runner.Run(ctx)
 	s.async.Close()
 	return err
+}
+
+// scheduleRetention makes sure each shard's retention sweep is scheduled
+// (once, however many replicas start), trying again while Redis fails.
+func (s *Service) scheduleRetention(ctx context.Context) {
+	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
+		err := s.deps.Store.ScheduleRetention(ctx, s.deps.Now())
+		if err == nil {
+			s.runner.Wake()
+			return
+		}
+		s.deps.Logger.WarnContext(ctx, "could not schedule the retention sweeps; trying again", "retry_in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
 }
 
 // SlackReady is closed once Slack has accepted the bot token (at once in

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/approvalbot/approvalbot/aah"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -52,14 +53,17 @@ type auditHasher struct{ key []byte }
 func (a auditHasher) sum(e AuditEntry) string {
 	e.Hash = ""
 	payload, _ := json.Marshal(e)
-	var h hash.Hash
-	if len(a.key) > 0 {
-		h = hmac.New(sha256.New, a.key)
-	} else {
-		h = sha256.New()
-	}
+	h := a.new()
 	h.Write(payload)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// new is the hash of one entry, or of an export's lines.
+func (a auditHasher) new() hash.Hash {
+	if len(a.key) > 0 {
+		return hmac.New(sha256.New, a.key)
+	}
+	return sha256.New()
 }
 
 // chainHead is a chain's last sequence number and hash, stored as "seq:hash".
@@ -123,19 +127,39 @@ func (s *Store) VerifiedAudit(ctx context.Context, id string) (entries []AuditEn
 // in one transaction (both keys are in the request's shard): read apart, a
 // change committed between the two reads would look like a truncation.
 func (s *Store) requestChain(ctx context.Context, id string) ([]AuditEntry, string, error) {
+	c, err := s.readRequestChain(ctx, id)
+	return c.entries, c.head, err
+}
+
+// requestChainRead is a request's chain as read with its record's fields.
+type requestChainRead struct {
+	entries []AuditEntry
+	head    string // the record's audit_head ("" when the request does not exist)
+	// gseq0 is the global seq of the request's first entry (0: unknown,
+	// a request stored before it was recorded).
+	gseq0 int64
+}
+
+func (s *Store) readRequestChain(ctx context.Context, id string) (requestChainRead, error) {
 	key := s.keys.auditRequest(id)
 	var chain *redis.StringSliceCmd
-	var head *redis.StringCmd
+	var fields *redis.SliceCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		chain = p.LRange(ctx, key, 0, -1)
-		head = p.HGet(ctx, s.keys.request(id), "audit_head")
+		fields = p.HMGet(ctx, s.keys.request(id), "audit_head", gseq0Field)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, "", fmt.Errorf("store: read audit %s and its head: %w", key, err)
+		return requestChainRead{}, fmt.Errorf("store: read audit %s and its head: %w", key, err)
 	}
 	entries, err := decodeChain(key, chain.Val())
-	return entries, head.Val(), err
+	out := requestChainRead{entries: entries}
+	if v := fields.Val(); len(v) == 2 {
+		out.head, _ = v[0].(string)
+		g, _ := v[1].(string)
+		out.gseq0, _ = strconv.ParseInt(g, 10, 64)
+	}
+	return out, err
 }
 
 // verifyRequestChain checks a request's chain: its hashes, and that it ends
@@ -214,55 +238,142 @@ func (v AuditVerifier) verifyFrom(name string, prev chainHead, entries []AuditEn
 // VerifyReport is the outcome of verifying every chain.
 type VerifyReport struct {
 	Requests, Entries int
-	Problems          []error
+	// Deleted counts global entries whose request the retention sweep
+	// deleted after they were exported.
+	Deleted  int
+	Problems []error
 }
 
-// VerifyAll verifies every shard's global chain and every request chain it
-// references, and that each global entry matches the request entry it names.
+// VerifyAll verifies every shard's global chain (from its base, when
+// retention trimmed its front) and every request chain, and that each
+// global entry matches the request entry it names. Request chains are found
+// through the global chain and through the status indexes (a request whose
+// global entries were all trimmed is still checked). A global entry may
+// name a request that is gone only when the export mark covers it (the
+// retention sweep deleted it), and entries before a request's first global
+// entry belong to an earlier request of that id, deleted by retention.
 func (s *Store) VerifyAll(ctx context.Context) (VerifyReport, error) {
 	var rep VerifyReport
 	for shard := range Shards {
-		global, err := s.readChain(ctx, s.keys.auditShard(shard))
+		g, err := s.readShardChain(ctx, shard)
 		if err != nil {
 			return rep, err
 		}
+		global := g.entries
 		name := fmt.Sprintf("shard %02d", shard)
-		if err := s.VerifyChain(name, global); err != nil {
+		if err := (AuditVerifier{hasher: s.hasher}).verifyFrom(name, g.base, global); err != nil {
 			rep.Problems = append(rep.Problems, err)
 		}
-		head, err := s.rdb.Get(ctx, s.keys.auditShardHead(shard)).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return rep, fmt.Errorf("store: read audit head of shard %d: %w", shard, err)
-		}
-		if err := tailMatches(name, global, head); err != nil {
+		if err := lastMatchesHead(name, lastOr(global, g.base), g.head); err != nil {
 			rep.Problems = append(rep.Problems, err)
 		}
-		chains := map[string][]AuditEntry{}
-		for _, g := range global {
-			if g.EntryHash == "" && g.Event == EventIntakeRefused {
+		chains := map[string]requestChainRead{}
+		check := func(id string) (requestChainRead, error) {
+			c, seen := chains[id]
+			if seen {
+				return c, nil
+			}
+			c, err := s.readRequestChain(ctx, id)
+			if err != nil {
+				return c, err
+			}
+			chains[id] = c
+			if c.head != "" || len(c.entries) > 0 {
+				rep.Requests++
+				rep.Entries += len(c.entries)
+				rep.Problems = append(rep.Problems, s.verifyRequestChain(id, c.entries, c.head)...)
+			}
+			return c, nil
+		}
+		for _, e := range global {
+			if e.EntryHash == "" && e.Event == EventIntakeRefused {
 				// A standalone entry (a refused intake, see
 				// AuditIntakeRefusal): no request chain holds it, and the
 				// chain's hashes, checked above, cover it.
 				continue
 			}
-			if _, seen := chains[g.RequestID]; !seen {
-				entries, head, err := s.requestChain(ctx, g.RequestID)
-				if err != nil {
+			c, err := check(e.RequestID)
+			if err != nil {
+				return rep, err
+			}
+			gone := c.head == "" && len(c.entries) == 0
+			if gone && e.Seq > g.mark {
+				// An export and a sweep may have run since the chain was
+				// read: the mark now may cover it.
+				if g.mark, err = s.exportMark(ctx, shard); err != nil {
 					return rep, err
 				}
-				chains[g.RequestID] = entries
-				rep.Requests++
-				rep.Entries += len(entries)
-				rep.Problems = append(rep.Problems, s.verifyRequestChain(g.RequestID, entries, head)...)
 			}
-			entries := chains[g.RequestID]
-			if !containsHash(entries, g.EntryHash) {
-				rep.Problems = append(rep.Problems, &ChainError{Chain: name, Seq: g.Seq,
-					Reason: "references entry " + g.EntryHash + " which request " + g.RequestID + "'s chain does not hold"})
+			switch {
+			case containsHash(c.entries, e.EntryHash):
+			case gone && e.Seq <= g.mark:
+				rep.Deleted++ // exported, then deleted by the retention sweep
+			case gone:
+				rep.Problems = append(rep.Problems, &ChainError{Chain: name, Seq: e.Seq,
+					Reason: "references request " + e.RequestID + ", which is gone although no export covers the entry"})
+			case e.Seq < c.gseq0 && e.Seq <= g.mark:
+				rep.Deleted++ // of an earlier request of that id, exported and deleted
+			default:
+				rep.Problems = append(rep.Problems, &ChainError{Chain: name, Seq: e.Seq,
+					Reason: "references entry " + e.EntryHash + " which request " + e.RequestID + "'s chain does not hold"})
 			}
+		}
+		if err := s.eachRequest(ctx, shard, func(id string) error { _, err := check(id); return err }); err != nil {
+			return rep, err
 		}
 	}
 	return rep, nil
+}
+
+// shardChain is a shard's global chain as read in one transaction: its
+// entries (after base), its head, its base (the last entry the retention
+// sweep removed; zero when none was) and its export mark.
+type shardChain struct {
+	entries []AuditEntry
+	head    string
+	base    chainHead
+	mark    int64
+}
+
+func (s *Store) readShardChain(ctx context.Context, shard int) (shardChain, error) {
+	var list *redis.StringSliceCmd
+	var head, base, mark *redis.StringCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		list = p.LRange(ctx, s.keys.auditShard(shard), 0, -1)
+		head = p.Get(ctx, s.keys.auditShardHead(shard))
+		base = p.Get(ctx, s.keys.auditShardBase(shard))
+		mark = p.Get(ctx, s.keys.auditShardExported(shard))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return shardChain{}, fmt.Errorf("store: read audit chain of shard %d: %w", shard, err)
+	}
+	entries, err := decodeChain(s.keys.auditShard(shard), list.Val())
+	m, _ := strconv.ParseInt(mark.Val(), 10, 64)
+	return shardChain{entries: entries, head: head.Val(), base: parseHead(base.Val()), mark: m}, err
+}
+
+// eachRequest calls fn with the id of every request of a shard, as its
+// status indexes hold them, a page at a time.
+func (s *Store) eachRequest(ctx context.Context, shard int, fn func(string) error) error {
+	for _, st := range aah.Statuses {
+		key := s.keys.statusIndex(shard, st)
+		for start := int64(0); ; start += exportPage {
+			ids, err := s.rdb.ZRange(ctx, key, start, start+exportPage-1).Result()
+			if err != nil {
+				return fmt.Errorf("store: list requests of shard %d: %w", shard, err)
+			}
+			for _, id := range ids {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			if len(ids) < exportPage {
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // tailMatches checks a chain ends where its stored head says it does, so
@@ -271,6 +382,14 @@ func (s *Store) VerifyAll(ctx context.Context) (VerifyReport, error) {
 // heads is the defence against that.)
 func tailMatches(name string, entries []AuditEntry, head string) error {
 	return lastMatchesHead(name, lastOf(entries), head)
+}
+
+// lastOr is the head a chain of entries ends at, base when it is empty.
+func lastOr(entries []AuditEntry, base chainHead) chainHead {
+	if len(entries) == 0 {
+		return base
+	}
+	return lastOf(entries)
 }
 
 // lastOf is the head a chain of entries ends at (zero when it is empty).
@@ -319,8 +438,20 @@ func (s *Store) queueAudit(ctx context.Context, p redis.Pipeliner, id string, at
 		shardHead = chainHead{seq: g.Seq, hash: g.Hash}
 	}
 	p.Set(ctx, s.keys.auditShardHead(shard), shardHead.String(), 0)
+	// The global seq of the request's newest entry: the retention sweep
+	// deletes the request only once the export mark covers it.
+	p.HSet(ctx, s.keys.request(id), gseqField, shardHead.seq)
 	return reqHead, shardHead
 }
+
+// Request hash fields of the audit's global chain: gseqField is the global
+// seq of the request's newest audit entry, gseq0Field that of its first
+// (set at Create: global entries before it belong to an earlier request of
+// the same id, deleted by retention).
+const (
+	gseqField  = "audit_gseq"
+	gseq0Field = "audit_gseq0"
+)
 
 func mustJSON(v any) string {
 	b, err := json.Marshal(v)

@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +15,12 @@ import (
 
 // ExportFormat names the layout of an audit export; a verifier refuses
 // another, rather than misreading it.
-const ExportFormat = "approvalbot-audit-export/1"
+const ExportFormat = "approvalbot-audit-export/2"
+
+// ExportFormatV1 is the first layout, without the trailer's digest (its
+// header and line count were covered by no hash): VerifyExport still reads
+// it, and says so.
+const ExportFormatV1 = "approvalbot-audit-export/1"
 
 // Kinds of ExportLine.
 const (
@@ -46,6 +52,14 @@ type ExportLine struct {
 	RequestID string `json:"request_id,omitempty"` // request chains only
 	// Head (chain line) is the chain's "<seq>:<hash>" as stored.
 	Head string `json:"head,omitempty"`
+	// Base (a shard's chain line) is the "<seq>:<hash>" of the last entry
+	// the retention sweep removed from the chain's front: a complete chain
+	// then runs from the entry after it, linked to it.
+	Base string `json:"base,omitempty"`
+	// FirstGlobalSeq (a request's chain line) is the global seq of the
+	// request's first entry: global entries before it name an earlier
+	// request of the same id, deleted by retention.
+	FirstGlobalSeq int64 `json:"first_global_seq,omitempty"`
 	// Complete (chain line): the chain's entries 1 to Head follow; else a
 	// time range cut it and only the entries within it follow.
 	Complete bool        `json:"complete,omitempty"`
@@ -54,28 +68,58 @@ type ExportLine struct {
 	// Trailer.
 	Chains  int `json:"chains,omitempty"`
 	Entries int `json:"entries,omitempty"`
+	// Lines is how many lines precede the trailer, and Digest the hex
+	// HMAC-SHA256 (under AUDIT_KEY) or SHA-256 of all of them, bytes as
+	// written, newlines included: the header and the chain lines are
+	// covered too, and a file cut short or edited anywhere shows.
+	Lines  int    `json:"lines,omitempty"`
+	Digest string `json:"digest,omitempty"`
 }
 
 // exportPage is how many entries of a shard's global chain one read
 // fetches: the global chains hold every event and are read a page at a time.
 const exportPage = 500
 
-// ExportAudit writes every audit chain to w as NDJSON (see ExportLine): each
-// shard's global chain (with the standalone intake_refused entries) and every
-// request chain it references. since and until (zero: unbounded) restrict it
-// to entries whose time is within them; a chain is then cut to the
-// contiguous run from its first entry at or after since to its last at or
-// before until, so its links stay checkable even if clocks disagreed.
+// ExportSummary is what an export wrote: its counts, and the run of each
+// shard's global chain it holds (for MarkExported, once the export is safe).
+type ExportSummary struct {
+	Chains, Entries int
+	Runs            []ExportRun
+}
+
+// ExportAudit is Export, returning its counts only.
+func (s *Store) ExportAudit(ctx context.Context, w io.Writer, since, until time.Time) (chains, entries int, err error) {
+	sum, err := s.Export(ctx, w, since, until)
+	return sum.Chains, sum.Entries, err
+}
+
+// Export writes every audit chain to w as NDJSON (see ExportLine): each
+// shard's global chain (with the standalone intake_refused entries, from
+// its base when retention trimmed it) and every request chain it
+// references or its status indexes hold. since and until (zero: unbounded)
+// restrict it to entries whose time is within them; a chain is then cut to
+// the contiguous run from its first entry at or after since to its last at
+// or before until, so its links stay checkable even if clocks disagreed.
 //
 // There is no index of audit chains to read, and no SCAN: each shard's
-// global chain references every request entry of the shard, so it is the
-// list of request chains. It is read a page at a time up to the head read
-// first (entries past it are newer than the export); each request chain is
-// read whole, with its head, in one transaction. The ids of one shard's
-// exported requests are the only thing held beyond one chain.
-func (s *Store) ExportAudit(ctx context.Context, w io.Writer, since, until time.Time) (chains, entries int, err error) {
+// global chain references every request entry of the shard still in it, so
+// it is the list of request chains, completed by the status indexes. It is
+// read a page at a time up to the head read first (entries past it are
+// newer than the export); each request chain is read whole, with its head,
+// in one transaction. The ids of one shard's exported requests are the only
+// thing held beyond one chain. The trailer carries the digest of every line
+// before it. Export marks nothing: the caller calls MarkExported with the
+// runs once the export is stored safely.
+func (s *Store) Export(ctx context.Context, w io.Writer, since, until time.Time) (ExportSummary, error) {
+	var sum ExportSummary
 	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
+	digest := s.hasher.new()
+	enc := json.NewEncoder(io.MultiWriter(bw, digest))
+	lines := 0
+	write := func(l ExportLine) error {
+		lines++
+		return enc.Encode(l)
+	}
 	at := s.now().UTC()
 	header := ExportLine{Kind: ExportHeader, Format: ExportFormat, Hash: "sha256", ExportedAt: &at}
 	if len(s.hasher.key) > 0 {
@@ -89,58 +133,110 @@ func (s *Store) ExportAudit(ctx context.Context, w io.Writer, since, until time.
 		t := until.UTC()
 		header.Until = &t
 	}
-	if err := enc.Encode(header); err != nil {
-		return 0, 0, fmt.Errorf("store: export audit: write header: %w", err)
+	if err := write(header); err != nil {
+		return sum, fmt.Errorf("store: export audit: write header: %w", err)
 	}
 	within := func(e AuditEntry) (afterSince, beforeUntil bool) {
 		return since.IsZero() || !e.At.Before(since), until.IsZero() || !e.At.After(until)
 	}
+	ranged := !since.IsZero() || !until.IsZero()
 	for shard := range Shards {
-		ids, n, err := s.exportShard(ctx, enc, shard, within)
-		if err != nil {
-			return chains, entries, err
+		// With a range, the request entries the exported global entries
+		// name: each request chain is widened to hold them, even if a
+		// writer's clock put one just outside the range, so the global
+		// run the export marks is covered by the request chains too.
+		var named map[string]bool
+		if ranged {
+			named = map[string]bool{}
 		}
-		if n > 0 {
-			chains++
-			entries += n
+		ids, run, err := s.exportShard(ctx, write, shard, within, named)
+		if err != nil {
+			return sum, err
+		}
+		if n := int(run.To - run.From + 1); run.To > 0 {
+			sum.Chains++
+			sum.Entries += n
+			sum.Runs = append(sum.Runs, run)
+		}
+		seen := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			seen[id] = true
+		}
+		// Requests whose global entries retention trimmed are in no
+		// global entry: the status indexes name them.
+		err = s.eachRequest(ctx, shard, func(id string) error {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+			return nil
+		})
+		if err != nil {
+			return sum, err
 		}
 		for _, id := range ids {
-			chain, head, err := s.requestChain(ctx, id)
+			c, err := s.readRequestChain(ctx, id)
 			if err != nil {
-				return chains, entries, err
+				return sum, err
 			}
+			chain := c.entries
 			lo, hi := cut(len(chain), func(i int) AuditEntry { return chain[i] }, within)
+			for i, e := range chain {
+				if named[e.Hash] {
+					lo, hi = min(lo, i), max(hi, i)
+				}
+			}
 			if lo > hi {
 				continue
 			}
-			if err := writeChain(enc, "request "+id, id, head, lo == 0 && hi == len(chain)-1, chain[lo:hi+1]); err != nil {
-				return chains, entries, err
+			line := ExportLine{Kind: ExportChain, Chain: "request " + id, RequestID: id, Head: c.head,
+				Complete: lo == 0 && hi == len(chain)-1, FirstGlobalSeq: c.gseq0}
+			if err := writeChain(write, line, chain[lo:hi+1]); err != nil {
+				return sum, err
 			}
-			chains++
-			entries += hi - lo + 1
+			sum.Chains++
+			sum.Entries += hi - lo + 1
 		}
 	}
-	if err := enc.Encode(ExportLine{Kind: ExportTrailer, Chains: chains, Entries: entries}); err != nil {
-		return chains, entries, fmt.Errorf("store: export audit: write trailer: %w", err)
+	trailer := ExportLine{Kind: ExportTrailer, Chains: sum.Chains, Entries: sum.Entries, Lines: lines,
+		Digest: hex.EncodeToString(digest.Sum(nil))}
+	if err := json.NewEncoder(bw).Encode(trailer); err != nil {
+		return sum, fmt.Errorf("store: export audit: write trailer: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
-		return chains, entries, fmt.Errorf("store: export audit: %w", err)
+		return sum, fmt.Errorf("store: export audit: %w", err)
 	}
-	return chains, entries, nil
+	return sum, nil
 }
 
 // exportShard writes the part of a shard's global chain within the range
-// and returns the ids of the requests it references, in order, and how
-// many entries it wrote. It reads the chain twice, a page at a time: once to
-// find the run to export, once to write it.
-func (s *Store) exportShard(ctx context.Context, enc *json.Encoder, shard int, within func(AuditEntry) (bool, bool)) ([]string, int, error) {
+// and returns the ids of the requests it references, in order, and the run
+// of global seqs it wrote (To 0: none); it adds the request entries they
+// name to named, unless it is nil. It reads the chain twice, a page at
+// a time: once to find the run to export, once to write it.
+func (s *Store) exportShard(ctx context.Context, write func(ExportLine) error, shard int, within func(AuditEntry) (bool, bool),
+	named map[string]bool) ([]string, ExportRun, error) {
 	name := fmt.Sprintf("shard %02d", shard)
 	key := s.keys.auditShard(shard)
-	head, err := s.rdb.Get(ctx, s.keys.auditShardHead(shard)).Result()
+	var headCmd, baseCmd *redis.StringCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		headCmd = p.Get(ctx, s.keys.auditShardHead(shard))
+		baseCmd = p.Get(ctx, s.keys.auditShardBase(shard))
+		return nil
+	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, 0, fmt.Errorf("store: export audit: read head of %s: %w", name, err)
+		return nil, ExportRun{}, fmt.Errorf("store: export audit: read head of %s: %w", name, err)
 	}
-	n := parseHead(head).seq
+	head, base := headCmd.Val(), parseHead(baseCmd.Val())
+	// The list holds base+1..head: index i is entry base+1+i, unless the
+	// retention sweep trims the chain while it is read (checked below).
+	n := parseHead(head).seq - base.seq
+	inPlace := func(i int64, e AuditEntry) error {
+		if e.Seq != base.seq+1+i {
+			return fmt.Errorf("store: export audit: %s: entry %d is at %d: the retention sweep trimmed the chain during the export; export again", name, e.Seq, base.seq+1+i)
+		}
+		return nil
+	}
 	lo, hi := int64(-1), int64(-1)
 	err = s.pageChain(ctx, key, 0, n-1, func(i int64, e AuditEntry) error {
 		after, before := within(e)
@@ -150,30 +246,42 @@ func (s *Store) exportShard(ctx context.Context, enc *json.Encoder, shard int, w
 		if before {
 			hi = i
 		}
-		return nil
+		return inPlace(i, e)
 	})
 	if err != nil || lo < 0 || hi < lo {
-		return nil, 0, err
+		return nil, ExportRun{}, err
 	}
-	complete := lo == 0 && hi == n-1
-	if err := enc.Encode(ExportLine{Kind: ExportChain, Chain: name, Head: head, Complete: complete}); err != nil {
-		return nil, 0, fmt.Errorf("store: export audit: write %s: %w", name, err)
+	line := ExportLine{Kind: ExportChain, Chain: name, Head: head, Complete: lo == 0 && hi == n-1}
+	if base.seq > 0 {
+		line.Base = base.String()
+	}
+	if err := write(line); err != nil {
+		return nil, ExportRun{}, fmt.Errorf("store: export audit: write %s: %w", name, err)
 	}
 	var ids []string
 	seen := map[string]bool{}
-	written := 0
-	err = s.pageChain(ctx, key, lo, hi, func(_ int64, e AuditEntry) error {
+	run := ExportRun{Shard: shard}
+	err = s.pageChain(ctx, key, lo, hi, func(i int64, e AuditEntry) error {
+		if err := inPlace(i, e); err != nil {
+			return err
+		}
+		if named != nil && e.EntryHash != "" {
+			named[e.EntryHash] = true
+		}
 		if e.EntryHash != "" && !seen[e.RequestID] {
 			seen[e.RequestID] = true
 			ids = append(ids, e.RequestID)
 		}
-		written++
-		return enc.Encode(ExportLine{Kind: ExportEntry, Chain: name, Entry: &e})
+		if run.From == 0 {
+			run.From = e.Seq
+		}
+		run.To = e.Seq
+		return write(ExportLine{Kind: ExportEntry, Chain: name, Entry: &e})
 	})
 	if err != nil {
-		return nil, written, fmt.Errorf("store: export audit: %s: %w", name, err)
+		return nil, ExportRun{}, fmt.Errorf("store: export audit: %s: %w", name, err)
 	}
-	return ids, written, nil
+	return ids, run, nil
 }
 
 // pageChain calls fn on the entries from..to (list indexes, inclusive) of
@@ -216,13 +324,13 @@ func cut(n int, at func(int) AuditEntry, within func(AuditEntry) (bool, bool)) (
 	return lo, hi
 }
 
-func writeChain(enc *json.Encoder, name, id, head string, complete bool, entries []AuditEntry) error {
-	if err := enc.Encode(ExportLine{Kind: ExportChain, Chain: name, RequestID: id, Head: head, Complete: complete}); err != nil {
-		return fmt.Errorf("store: export audit: write %s: %w", name, err)
+func writeChain(write func(ExportLine) error, line ExportLine, entries []AuditEntry) error {
+	if err := write(line); err != nil {
+		return fmt.Errorf("store: export audit: write %s: %w", line.Chain, err)
 	}
 	for i := range entries {
-		if err := enc.Encode(ExportLine{Kind: ExportEntry, Chain: name, RequestID: id, Entry: &entries[i]}); err != nil {
-			return fmt.Errorf("store: export audit: write %s: %w", name, err)
+		if err := write(ExportLine{Kind: ExportEntry, Chain: line.Chain, RequestID: line.RequestID, Entry: &entries[i]}); err != nil {
+			return fmt.Errorf("store: export audit: write %s: %w", line.Chain, err)
 		}
 	}
 	return nil

@@ -181,3 +181,76 @@ func TestAuditExportTimeRange(t *testing.T) {
 		t.Errorf("an edited entry of a partial chain: %v", err)
 	}
 }
+
+// The trailer's digest covers every line before it: editing the header or
+// a chain line of a time-range export, which no entry hash covers, is
+// caught; so is a trailer whose counts were adjusted to lines removed.
+func TestAuditExportDigestCoversHeaderAndChainLines(t *testing.T) {
+	t.Parallel()
+	f, _ := exportFixture(t)
+	full := export(t, f, time.Time{}, time.Time{})
+	ranged := export(t, f, t0.Add(time.Hour+30*time.Second), t0.Add(time.Hour+2*time.Minute))
+	for name, tc := range map[string]struct {
+		lines []string
+		edit  func([]string) []string
+		want  string
+	}{
+		"header's time range widened": {ranged, func(ls []string) []string {
+			ls[0] = strings.Replace(ls[0], `"since":"2025-03-14T16:09:56Z"`, `"since":"2025-03-14T16:00:00Z"`, 1)
+			return ls
+		}, "digest does not match"},
+		"exported_at changed": {full, func(ls []string) []string {
+			ls[0] = strings.Replace(ls[0], `"exported_at":"2025`, `"exported_at":"2024`, 1)
+			return ls
+		}, "digest does not match"},
+		"a partial chain's first entry dropped, the counts adjusted": {ranged, func(ls []string) []string {
+			// The shard chain's: its links from the next one still check,
+			// and the request entry it named stays in the file.
+			shard := fmt.Sprintf(`"chain":"shard %02d"`, shardOf("exp-1"))
+			i := slices.IndexFunc(ls, func(l string) bool { return strings.Contains(l, `"kind":"entry",`+shard) })
+			ls = slices.Delete(ls, i, i+1)
+			var tr store.ExportLine
+			_ = json.Unmarshal([]byte(ls[len(ls)-1]), &tr)
+			tr.Entries--
+			tr.Lines--
+			b, _ := json.Marshal(tr)
+			ls[len(ls)-1] = string(b) + "\n"
+			return ls
+		}, "digest does not match"},
+		"a line dropped, the line count not": {ranged, func(ls []string) []string {
+			shard := fmt.Sprintf(`"chain":"shard %02d"`, shardOf("exp-1"))
+			i := slices.IndexFunc(ls, func(l string) bool { return strings.Contains(l, `"kind":"entry",`+shard) })
+			ls = slices.Delete(ls, i, i+1)
+			ls[len(ls)-1] = strings.Replace(ls[len(ls)-1], fmt.Sprintf(`"entries":%d`, 4), `"entries":3`, 1)
+			return ls
+		}, "lines before it"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := verifyExport(tc.lines); err != nil {
+				t.Fatalf("unedited: %v", err)
+			}
+			if _, err := verifyExport(tc.edit(slices.Clone(tc.lines))); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("VerifyExport = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// An export of the first format (no digest) still verifies, reported as
+// such.
+func TestAuditExportFormatOneStillVerifies(t *testing.T) {
+	t.Parallel()
+	f, _ := exportFixture(t)
+	lines := export(t, f, time.Time{}, time.Time{})
+	lines[0] = strings.Replace(lines[0], store.ExportFormat, store.ExportFormatV1, 1)
+	var tr store.ExportLine
+	_ = json.Unmarshal([]byte(lines[len(lines)-1]), &tr)
+	tr.Lines, tr.Digest = 0, ""
+	b, _ := json.Marshal(tr)
+	lines[len(lines)-1] = string(b) + "\n"
+	rep, err := verifyExport(lines)
+	if err != nil || !rep.Legacy {
+		t.Errorf("format 1 export: %+v, %v", rep, err)
+	}
+}

@@ -216,9 +216,10 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 		h.mu.Unlock()
 		t.Logf("checked %d script calls of %d distinct scripts and %d transactions", total, len(calls), txs)
 		// claimJobs, ackJob, retryJob, buryJob, takePaceSlot, holdPace, setFields,
-		// reserveOpen, settleOpen, seedOpen.
-		if len(calls) < 10 {
-			t.Errorf("only %d distinct scripts ran through the hook; want all 10", len(calls))
+		// reserveOpen, settleOpen, seedOpen, and retention's scheduleOnce,
+		// deleteRetained, trimChain, markExported.
+		if len(calls) < 14 {
+			t.Errorf("only %d distinct scripts ran through the hook; want all 14", len(calls))
 		}
 		if txs == 0 {
 			t.Error("no MULTI/EXEC transaction ran through the hook")
@@ -236,5 +237,13 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 	t.Run("opencap", func(t *testing.T) {
 		t.Parallel()
 		testOpenCap(t, b)
+	})
+	t.Run("retention", func(t *testing.T) {
+		t.Parallel()
+		testRetentionSweep(t, rawBackends(h)["redis"](t, "ret-key"))
+	})
+	t.Run("retention job", func(t *testing.T) {
+		t.Parallel()
+		testRetentionJobAndState(t, rawBackends(h)["redis"](t, ""))
 	})
 }

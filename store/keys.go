@@ -34,6 +34,14 @@ const Shards = 16
 //	<p>:{sNN}:audit                    list    the shard's global audit chain, oldest first (with the
 //	                                           standalone intake_refused entries of refused requests)
 //	<p>:{sNN}:audit:head               string  "<seq>:<hash>" of the shard's global chain
+//	<p>:{sNN}:audit-base               string  "<seq>:<hash>" of the last entry the retention sweep trimmed from
+//	                                           the front of the shard's global chain (absent: none was); the
+//	                                           chain's first entry links to it (retention.go)
+//	<p>:{sNN}:audit-exported           string  the export mark: the highest global seq of the shard that
+//	                                           completed exports cover contiguously from entry 1 (MarkExported)
+//	<p>:{sNN}:retention                hash    the last retention sweep of the shard: when (ms), how many
+//	                                           closed requests past RETENTION wait for an export, and since
+//	                                           when the oldest unexported entry waits (ms)
 //	<p>:{sNN}:deliveries:<id>          list    callback delivery attempts (JSON), oldest first, capped
 //	<p>:{sNN}:homepub:<user id>        string  when the user's last Home publish was scheduled (ms), for a window
 //	<p>:{sNN}:copies:<id>              hash    the request's other Slack messages (reminder and escalation
@@ -147,6 +155,14 @@ func (k keys) auditRequest(id string) string { return k.slot(shardOf(id)) + ":au
 func (k keys) auditShard(shard int) string { return k.slot(shard) + ":audit" }
 
 func (k keys) auditShardHead(shard int) string { return k.slot(shard) + ":audit:head" }
+
+// auditShardBase and auditShardExported are named "audit-…", not
+// "audit:…", so that no request id can make auditRequest collide with them.
+func (k keys) auditShardBase(shard int) string { return k.slot(shard) + ":audit-base" }
+
+func (k keys) auditShardExported(shard int) string { return k.slot(shard) + ":audit-exported" }
+
+func (k keys) retention(shard int) string { return k.slot(shard) + ":retention" }
 
 func (k keys) fence(shard int, token string) string { return k.slot(shard) + ":fence:" + token }
 

@@ -217,7 +217,7 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 					"timers": mustJSON(timerIDs), reviewerIdxField: mustJSON(reviewers),
 					"doc": string(n.Document), "hash": n.BodyHash, "channel": n.Channel, "response_url": n.ResponseURL,
 					"version": "1", "received_ms": strconv.FormatInt(ms, 10), "updated_ms": strconv.FormatInt(ms, 10),
-					"audit_head": reqHead.String()}
+					"audit_head": reqHead.String(), gseq0Field: strconv.FormatInt(parseHead(head).seq+1, 10)}
 				p.HSet(ctx, reqKey, fields)
 				rec = decodeRecord(fields) // exactly what Get will read back
 				p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobPost, n.ID)})

@@ -288,3 +288,103 @@ for i = 3, #ARGV do redis.call('ZADD', KEYS[1], ARGV[2], ARGV[i]) end
 redis.call('HSET', KEYS[2], 'seed', ARGV[1])
 return 0
 `)
+
+// scheduleOnce schedules a periodic job unless it is already due or
+// running (ScheduleRetention: every replica calls it at start).
+//
+//	KEYS[1] -> <p>:{sNN}:jobs:due
+//	KEYS[2] -> <p>:{sNN}:jobs:inflight
+//	ARGV[1] -> job id
+//	ARGV[2] -> due time, Unix ms
+//
+// Returns 1 when scheduled, 0 when it already was.
+var scheduleOnce = redis.NewScript(`
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+return 1
+`)
+
+// deleteRetained deletes a closed request past retention (Sweep), checking
+// again, atomically, everything the sweep decided on: the request is still
+// in the status, of the agent and channel its keys were built from; it
+// closed (resolved_ms, else withdrawn_ms, else its last update) before the
+// cutoff; the export mark covers its newest audit entry (audit_gseq); no
+// job of it is due or running. It deletes the request, its audit chain,
+// delivery log and copies, and removes it from every index.
+//
+//	KEYS[1]  -> <p>:{sNN}:req:<id>
+//	KEYS[2]  -> <p>:{sNN}:audit:<id>
+//	KEYS[3]  -> <p>:{sNN}:deliveries:<id>
+//	KEYS[4]  -> <p>:{sNN}:copies:<id>
+//	KEYS[5]  -> <p>:{sNN}:idx:status:<status>
+//	KEYS[6]  -> <p>:{sNN}:idx:agent:<agent>:all
+//	KEYS[7]  -> <p>:{sNN}:idx:agent:<agent>:<status>
+//	KEYS[8]  -> <p>:{sNN}:audit-exported
+//	KEYS[9]  -> <p>:{sNN}:jobs:due
+//	KEYS[10] -> <p>:{sNN}:jobs:inflight
+//	KEYS[11] -> <p>:{sNN}:idx:open
+//	KEYS[12] -> <p>:{sNN}:idx:deadline
+//	KEYS[13] -> <p>:{sNN}:idx:channel:<channel>
+//	ARGV[1]  -> request id
+//	ARGV[2]  -> status (closed)
+//	ARGV[3]  -> agent
+//	ARGV[4]  -> channel
+//	ARGV[5]  -> cutoff, Unix ms: it must have closed before
+//	ARGV[6…] -> ids of the request's jobs that keep it while due or running
+//
+// Returns 1 when deleted, 2 when kept because its audit is not exported yet,
+// 0 when kept for any other reason (gone, changed, too young, a job).
+var deleteRetained = redis.NewScript(`
+local h = redis.call('HMGET', KEYS[1], 'status', 'agent', 'channel', 'resolved_ms', 'withdrawn_ms', 'updated_ms', 'audit_gseq')
+if h[1] ~= ARGV[2] or h[2] ~= ARGV[3] or (h[3] or '') ~= ARGV[4] then return 0 end
+local closed = tonumber(h[4]) or tonumber(h[5]) or tonumber(h[6])
+if not closed or closed >= tonumber(ARGV[5]) then return 0 end
+for i = 6, #ARGV do
+  if redis.call('ZSCORE', KEYS[9], ARGV[i]) or redis.call('ZSCORE', KEYS[10], ARGV[i]) then return 0 end
+end
+local gseq = tonumber(h[7])
+local mark = tonumber(redis.call('GET', KEYS[8]) or '0') or 0
+if not gseq or gseq > mark then return 2 end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+for i = 5, 7 do redis.call('ZREM', KEYS[i], ARGV[1]) end
+for i = 11, 13 do redis.call('ZREM', KEYS[i], ARGV[1]) end
+return 1
+`)
+
+// trimChain removes the first ARGV[2] entries of a shard's global chain
+// and records the last of them as the chain's base, if the chain's front
+// is still the one the sweep read: the base is unchanged and the last
+// entry to remove is the one it decided on.
+//
+//	KEYS[1] -> <p>:{sNN}:audit
+//	KEYS[2] -> <p>:{sNN}:audit-base
+//	ARGV[1] -> the base as read ("" when none)
+//	ARGV[2] -> how many entries to remove
+//	ARGV[3] -> the last entry to remove, as stored
+//	ARGV[4] -> the new base, "<seq>:<hash>" of that entry
+//
+// Returns 1 when trimmed, 0 when the chain changed.
+var trimChain = redis.NewScript(`
+if (redis.call('GET', KEYS[2]) or '') ~= ARGV[1] then return 0 end
+local n = tonumber(ARGV[2])
+if redis.call('LINDEX', KEYS[1], n - 1) ~= ARGV[3] then return 0 end
+redis.call('LTRIM', KEYS[1], n, -1)
+redis.call('SET', KEYS[2], ARGV[4])
+return 1
+`)
+
+// advanceMark moves a shard's export mark to the end of an exported run
+// of its global chain, if the run starts at or before the entry after the
+// mark (so no entry is skipped) and ends past it.
+//
+//	KEYS[1] -> <p>:{sNN}:audit-exported
+//	ARGV[1] -> the run's first global seq
+//	ARGV[2] -> its last
+//
+// Returns 1 when the mark advanced, 0 otherwise.
+var advanceMark = redis.NewScript(`
+local mark = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+if tonumber(ARGV[1]) > mark + 1 or tonumber(ARGV[2]) <= mark then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+`)

@@ -162,12 +162,19 @@ func (a *API) authenticated(h agentHandler) http.HandlerFunc {
 	}
 }
 
+// notFound is the 404 message of an unknown request: the id was never
+// stored, or the request was deleted by retention (RETENTION) after it
+// closed.
+func notFound(id string) string {
+	return "no request with id " + quote(id) + ": it was never stored, or it closed longer ago than the retention period (RETENTION) and was deleted"
+}
+
 // owned loads a request the agent owns, answering 404 or 403 otherwise.
 func (a *API) owned(w http.ResponseWriter, r *http.Request, agent string) (store.Record, bool) {
 	rec, err := a.opts.Store.Get(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusNotFound, "no request with id "+quote(r.PathValue("id")))
+		writeError(w, http.StatusNotFound, notFound(r.PathValue("id")))
 		return store.Record{}, false
 	case err != nil:
 		a.failed(w, r, "get request", err)
@@ -237,7 +244,7 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request, agent string) {
 			"it is not resolved yet, or it has no handoff.response_url (poll GET instead)")
 		return
 	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusNotFound, "no request with id "+quote(r.PathValue("id")))
+		writeError(w, http.StatusNotFound, notFound(r.PathValue("id")))
 		return
 	case err != nil:
 		a.failed(w, r, "redeliver", err)

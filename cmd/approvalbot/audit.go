@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
+	"path/filepath"
 
 	"github.com/approvalbot/approvalbot/bot"
 	"github.com/approvalbot/approvalbot/store"
@@ -27,6 +27,9 @@ func auditVerify(ctx context.Context, out io.Writer) error {
 	}
 	for _, p := range rep.Problems {
 		fmt.Fprintln(out, "BROKEN:", p)
+	}
+	if rep.Deleted > 0 {
+		fmt.Fprintf(out, "%d global entries name requests deleted by retention after an export covered them\n", rep.Deleted)
 	}
 	fmt.Fprintf(out, "checked %d shard chains, %d request chains, %d entries: %d problems\n",
 		store.Shards, rep.Requests, rep.Entries, len(rep.Problems))
@@ -59,20 +62,88 @@ func openAuditStore(ctx context.Context, name string) (*store.Store, func(), err
 }
 
 // auditExport is "approvalbot audit export": it writes the audit chains (the
-// entries between since and until; zero is unbounded) to out as NDJSON, for
-// "audit verify --file" to check offline, and a summary to log.
-func auditExport(ctx context.Context, out, log io.Writer, since, until time.Time) error {
+// entries between inv.since and inv.until; zero is unbounded) as NDJSON to
+// stdout, or to inv.out, for "audit verify --file" to check offline, and a
+// summary to log. A file is written beside its name, fsync'd and renamed
+// into place, so it exists only whole. Once the export is complete (its
+// trailer written and flushed; a file synced) and inv.mark is set, it
+// records the export marks retention relies on: nothing is marked for an
+// export that failed midway.
+func auditExport(ctx context.Context, stdout, log io.Writer, inv invocation) error {
 	st, closeStore, err := openAuditStore(ctx, "audit export")
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	chains, entries, err := st.ExportAudit(ctx, out, since, until)
-	if err != nil {
+	var sum store.ExportSummary
+	if inv.out == "" {
+		if sum, err = st.Export(ctx, stdout, inv.since, inv.until); err != nil {
+			return fmt.Errorf("audit export: %w", err)
+		}
+		if err := syncIfFile(stdout); err != nil {
+			return fmt.Errorf("audit export: sync stdout: %w", err)
+		}
+	} else if sum, err = exportToFile(ctx, st, inv); err != nil {
 		return fmt.Errorf("audit export: %w", err)
 	}
-	fmt.Fprintf(log, "exported %d chains, %d entries\n", chains, entries)
+	fmt.Fprintf(log, "exported %d chains, %d entries\n", sum.Chains, sum.Entries)
+	if !inv.mark {
+		fmt.Fprintln(log, "export marks not recorded (--mark=false): retention does not count on this export")
+		return nil
+	}
+	advanced, err := st.MarkExported(ctx, sum.Runs)
+	if err != nil {
+		return fmt.Errorf("audit export: the export is complete, but recording its marks failed (run it again): %w", err)
+	}
+	fmt.Fprintf(log, "export marks advanced on %d of %d shards\n", len(advanced), len(sum.Runs))
 	return nil
+}
+
+// exportToFile writes the export to a temporary file beside inv.out,
+// fsyncs it, renames it to inv.out and fsyncs the directory.
+func exportToFile(ctx context.Context, st *store.Store, inv invocation) (store.ExportSummary, error) {
+	dir := filepath.Dir(inv.out)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(inv.out)+".*.tmp")
+	if err != nil {
+		return store.ExportSummary{}, err
+	}
+	defer os.Remove(tmp.Name()) // gone once renamed; removed on failure
+	sum, err := st.Export(ctx, tmp, inv.since, inv.until)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), inv.out)
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	return sum, err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// syncIfFile fsyncs w when it is a regular file (stdout redirected to
+// one); a pipe or a terminal has nothing to sync.
+func syncIfFile(w io.Writer) error {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	return f.Sync()
 }
 
 // auditVerifyFile is "approvalbot audit verify --file": it checks an export
@@ -95,9 +166,17 @@ func auditVerifyFile(file string, stdin io.Reader, out io.Writer) error {
 		fmt.Fprintln(out, "BROKEN:", err)
 		return fmt.Errorf("audit verify: %s: %w", file, err)
 	}
+	if rep.Legacy {
+		fmt.Fprintln(out, "warning: an export of format 1: its header and line count are covered by no digest (export again to have them checked)")
+	}
 	for _, p := range rep.Partial {
 		fmt.Fprintf(out, "partial: %s (cut by the export's time range: its links within it verified)\n", p)
 	}
+	for _, c := range rep.Trimmed {
+		fmt.Fprintf(out, "trimmed: %s starts after its base (older entries were removed by retention after an export)\n", c)
+	}
+	fmt.Fprintf(out, "cross-checked %d global entries against their request chains (%d name requests not in the file)\n",
+		rep.CrossChecked, rep.Unchecked)
 	fmt.Fprintf(out, "verified %d chains, %d entries (%d partial): intact\n", rep.Chains, rep.Entries, len(rep.Partial))
 	return nil
 }

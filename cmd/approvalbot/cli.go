@@ -27,9 +27,14 @@ Usage:
                               /healthz, /readyz, /metrics) and the job runner
   approvalbot version         print the version, VCS commit and Go version
   approvalbot audit verify    recompute every audit hash chain in REDIS_URL
-  approvalbot audit export [--since RFC3339] [--until RFC3339]
+  approvalbot audit export [--since RFC3339] [--until RFC3339] [--out FILE]
+                           [--mark=false]
                               write the audit chains (all, or the entries within
-                              the range) to stdout as NDJSON, to verify offline
+                              the range) as NDJSON to stdout or FILE (written,
+                              fsync'd, then renamed into place), to verify
+                              offline; once complete, record per shard how far
+                              exports cover the audit (RETENTION deletes only
+                              what they cover); --mark=false records nothing
   approvalbot audit verify --file EXPORT
                               verify an export (- reads stdin) with AUDIT_KEY
                               alone, without Redis
@@ -66,6 +71,8 @@ type invocation struct {
 	cmd          command
 	since, until time.Time // audit export's range (zero: unbounded)
 	file         string    // audit verify --file ("-": stdin; "": verify Redis)
+	out          string    // audit export --out ("": stdout)
+	mark         bool      // audit export --mark: record the export marks
 }
 
 // parseArgs reads the command line (without the program name). Asking for
@@ -107,6 +114,8 @@ func parseAudit(args []string) (invocation, error) {
 		inv.cmd = cmdAuditExport
 		fs.StringVar(&since, "since", "", "")
 		fs.StringVar(&until, "until", "", "")
+		fs.StringVar(&inv.out, "out", "", "")
+		fs.BoolVar(&inv.mark, "mark", true, "")
 	}
 	if err := fs.Parse(args[2:]); err != nil {
 		return invocation{}, usageError{fmt.Sprintf("%s: %v", fs.Name(), err)}
@@ -155,7 +164,7 @@ func runCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			err = auditVerify(ctx, stdout)
 		}
 	case cmdAuditExport:
-		err = auditExport(ctx, stdout, stderr, inv.since, inv.until)
+		err = auditExport(ctx, stdout, stderr, inv)
 	default:
 		err = run(ctx)
 	}
