@@ -71,6 +71,17 @@ type keys struct {
 	prefix string
 }
 
+// reservedIDs are request ids whose per-request keys would be another key:
+// the request chain of "head" would be <p>:{sNN}:audit:head, the shard
+// chain's head. Request ids may hold ':' but not '-', so the keys added
+// since (audit-base, audit-exported) cannot collide with any.
+var reservedIDs = map[string]bool{"head": true}
+
+// ReservedID reports whether id cannot be a request id because its keys
+// would collide with the store's own (intake refuses it with a 400, Create
+// with ErrReservedID).
+func ReservedID(id string) bool { return reservedIDs[id] }
+
 // shardOf maps a request id to its shard.
 func shardOf(requestID string) int {
 	return int(crc32.ChecksumIEEE([]byte(requestID)) % Shards)

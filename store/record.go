@@ -166,6 +166,9 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	if !aah.ValidRequestID(n.ID) {
 		return Record{}, false, fmt.Errorf("store: create: invalid request id %q", n.ID)
 	}
+	if ReservedID(n.ID) {
+		return Record{}, false, fmt.Errorf("store: create %q: %w", n.ID, ErrReservedID)
+	}
 	shard := shardOf(n.ID)
 	reqKey, headKey := s.keys.request(n.ID), s.keys.auditShardHead(shard)
 	writeBy, fenced := ctx.Value(writeByKey{}).(time.Time)

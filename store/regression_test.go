@@ -181,3 +181,25 @@ func TestRedeliveryOutlivesTheAttemptInFlight(t *testing.T) {
 		t.Errorf("the redelivery's job is not due now: %v %v", ids, err)
 	}
 }
+
+// A request id that names one of the store's own keys is refused: the
+// chain of a request "head" was written to the shard chain's head key, and
+// every later audit write or verification of the shard failed WRONGTYPE.
+func TestReservedRequestIDIsRefused(t *testing.T) {
+	t.Parallel()
+	for name, b := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b)
+			f.mustCreate(t, newReq("before", "agent"))
+			if _, _, err := f.s.Create(f.ctx, newReq("head", "agent")); !errors.Is(err, store.ErrReservedID) {
+				t.Fatalf("Create(head) = %v, want ErrReservedID", err)
+			}
+			f.mustCreate(t, newReq("after", "agent"))
+			rep, err := f.s.VerifyAll(f.ctx)
+			if err != nil || len(rep.Problems) != 0 || rep.Requests != 2 {
+				t.Fatalf("VerifyAll = %+v, %v; want 2 requests and no problem", rep, err)
+			}
+		})
+	}
+}

@@ -19,6 +19,8 @@ var (
 	ErrNotFound = errors.New("store: request not found")
 	ErrConflict = errors.New("store: request id already used by a different request")
 	ErrNotOpen  = errors.New("store: request is no longer open")
+	// ErrReservedID: the id names one of the store's own keys (ReservedID).
+	ErrReservedID = errors.New("store: the request id is reserved")
 )
 
 // DefaultPrefix prefixes every key unless Options.Prefix says otherwise.

@@ -137,6 +137,10 @@ func (a *API) validate(raw []byte, agent string) (req *aah.Request, doc json.Raw
 		return nil, nil, "", []aah.FieldError{{Message: err.Error()}}
 	}
 	probs = blocks.Check(req)
+	if store.ReservedID(req.Artifact.ID) {
+		probs = append(probs, aah.FieldError{Field: "artifact.id",
+			Message: fmt.Sprintf("%q is reserved; choose another id, or omit it to have one generated", req.Artifact.ID)})
+	}
 	if req.Slack.Channel == "" && a.opts.DefaultChannel == "" {
 		probs = append(probs, aah.FieldError{Field: "extensions.slack.channel",
 			Message: "is required: this server has no SLACK_DEFAULT_CHANNEL"})

@@ -66,3 +66,29 @@ func TestIntakeRefusesTextThatIsNotUnicode(t *testing.T) {
 		t.Errorf("well-formed text: %d %s, want 202", r.Status, r.Body)
 	}
 }
+
+// An artifact.id naming one of the store's own keys ("head": the request's
+// audit chain would be the shard chain's head) is refused with a 400 naming
+// artifact.id; nothing is stored and the audit still verifies.
+func TestIntakeRefusesAReservedID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.api(func(o *webhook.Options) { o.Now = func() time.Time { return seedAt } })
+	r := a.submit(tokenPM, seedWith(t, "head", map[string]any{"reviewers": []any{"U0ALICE"}}))
+	if r.Status != http.StatusBadRequest {
+		t.Fatalf("%d %s, want 400", r.Status, r.Body)
+	}
+	details, _ := r.json(t)["details"].([]any)
+	if len(details) != 1 || details[0].(map[string]any)["field"] != "artifact.id" {
+		t.Errorf("details %v, want one naming artifact.id", details)
+	}
+	if _, err := e.st.Get(context.Background(), "head"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the refused request was stored (%v)", err)
+	}
+	if r := a.submit(tokenPM, seedWith(t, "not-head", map[string]any{"reviewers": []any{"U0ALICE"}})); r.Status != http.StatusAccepted {
+		t.Fatalf("another id: %d %s, want 202", r.Status, r.Body)
+	}
+	if rep, err := e.st.VerifyAll(context.Background()); err != nil || len(rep.Problems) != 0 {
+		t.Errorf("VerifyAll = %+v, %v", rep, err)
+	}
+}
