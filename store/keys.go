@@ -40,8 +40,9 @@ const Shards = 16
 //	<p>:{sNN}:audit-exported           string  the export mark: the highest global seq of the shard that
 //	                                           completed exports cover contiguously from entry 1 (MarkExported)
 //	<p>:{sNN}:retention                hash    the last retention sweep of the shard: when (ms), how many
-//	                                           closed requests past RETENTION wait for an export, and since
-//	                                           when the oldest unexported entry waits (ms)
+//	                                           closed requests past RETENTION wait for an export, since
+//	                                           when the oldest unexported entry waits (ms), and where the
+//	                                           next sweep goes on in each closed status index (scan_offset:<st>)
 //	<p>:{sNN}:deliveries:<id>          list    callback delivery attempts (JSON), oldest first, capped
 //	<p>:{sNN}:homepub:<user id>        string  when the user's last Home publish was scheduled (ms), for a window
 //	<p>:{sNN}:copies:<id>              hash    the request's other Slack messages (reminder and escalation
