@@ -210,13 +210,24 @@ func (s *Store) backfillGseq(ctx context.Context, shard int, ids []string) error
 		return err
 	}
 	found := map[string]int64{}
-	err = s.pageChain(ctx, s.keys.auditShard(shard), 0, parseHead(g.head).seq-g.base.seq-1, func(_ int64, e AuditEntry) error {
+	head := parseHead(g.head).seq
+	last := g.base.seq
+	err = s.pageChain(ctx, s.keys.auditShard(shard), 0, head-g.base.seq-1, func(i int64, e AuditEntry) error {
+		// Another sweep trimmed the chain's front while it was read a
+		// page at a time: the pages shifted and entries were skipped,
+		// so "not found" would no longer mean "trimmed" (exported).
+		if e.Seq != g.base.seq+1+i {
+			return errChainShifted
+		}
+		last = e.Seq
 		if id, ok := legacy[e.EntryHash]; ok && e.RequestID == id {
 			found[id] = e.Seq
 		}
 		return nil
 	})
-	if err != nil {
+	if errors.Is(err, errChainShifted) || (err == nil && last != head) {
+		return nil // skipped entries (the list came up short): leave them for the next run
+	} else if err != nil {
 		return err
 	}
 	for _, id := range legacy {
@@ -232,6 +243,8 @@ func (s *Store) backfillGseq(ctx context.Context, shard int, ids []string) error
 	}
 	return nil
 }
+
+var errChainShifted = errors.New("store: the chain was trimmed while it was read")
 
 // readShardChainMeta reads a shard chain's head and base (not its entries).
 func (s *Store) readShardChainMeta(ctx context.Context, shard int) (shardChain, error) {

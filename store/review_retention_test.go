@@ -1,10 +1,15 @@
 package store_test
 
 import (
+	"context"
+	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/store"
+	"github.com/redis/go-redis/v9"
 )
 
 // A sweep whose Scan window is full of closed requests it must keep (a
@@ -76,5 +81,96 @@ func TestRetentionSweepIsNotStuckBehindKeptRequests(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// lrangeHook runs fn once, before the first LRANGE of key starting at
+// index start.
+type lrangeHook struct {
+	key   string
+	start int64
+	fn    func(ctx context.Context)
+	fired bool
+}
+
+func (h *lrangeHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *lrangeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if a := cmd.Args(); h.fn != nil && !h.fired && len(a) == 4 && cmd.Name() == "lrange" && a[1] == h.key && a[2] == h.start {
+			h.fired = true
+			h.fn(ctx)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *lrangeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A sweep looking up the newest global entry of a request stored before
+// audit_gseq was recorded pages through the shard's chain; if another
+// sweep trims the chain's front meanwhile (a lease that ran out), the
+// pages shift, entries are skipped, and a request whose entry was skipped
+// must not be taken for one whose entry was trimmed: its entries are not
+// exported, so it is kept.
+func TestRetentionBackfillSurvivesAConcurrentTrim(t *testing.T) {
+	t.Parallel()
+	const shard = 11
+	var f retentionFixture
+	hook := &lrangeHook{start: 500}
+	f = rawBackends(hook)["redis"](t, "")
+	hook.key = f.key(shard, "audit")
+	ids := idsInShard("shift", shard, 2)
+	filler, legacy := ids[0], ids[1]
+	// Entries 1..701: the filler's, exported; 100 of them trimmed.
+	f.mustCreate(t, newReq(filler, "agent"))
+	events := make([]store.AuditEvent, 700)
+	for i := range events {
+		events[i] = store.AuditEvent{Event: "note", Actor: "system", Data: map[string]any{"n": i}}
+	}
+	if _, err := f.s.Update(f.ctx, filler, func(store.Record) (*store.Change, error) {
+		return &store.Change{Audit: events}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.exportAll(t, "", time.Time{})
+	f.clk.Advance(2 * day)
+	if rep := f.sweep(t, shard, store.RetentionOptions{Retention: day, Batch: 100}); rep.Trimmed != 100 {
+		t.Fatalf("first sweep = %+v, want 100 trimmed", rep)
+	}
+	// Entries 702 and 703: a request closed without an export since, and
+	// stored (so to speak) before audit_gseq was recorded.
+	f.mustCreate(t, newReq(legacy, "agent"))
+	f.mustWithdraw(t, legacy)
+	f.rdb.HDel(f.ctx, f.key(shard, "req:"+legacy), "audit_gseq", "audit_gseq0")
+	for _, j := range f.claimAll(t) {
+		if err := f.s.Ack(f.ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.clk.Advance(2 * day)
+	// Another sweep trims 200 exported entries while this one reads its
+	// second page of the chain.
+	hook.fn = func(ctx context.Context) {
+		chain := f.key(shard, "audit")
+		var last store.AuditEntry
+		raw := f.rdb.LIndex(ctx, chain, 199).Val()
+		if err := json.Unmarshal([]byte(raw), &last); err != nil || last.Seq != 300 {
+			t.Errorf("entry at index 199 = %q (%v)", raw, err)
+		}
+		f.rdb.LTrim(ctx, chain, 200, -1)
+		f.rdb.Set(ctx, f.key(shard, "audit-base"), strconv.FormatInt(last.Seq, 10)+":"+last.Hash, 0)
+	}
+	f.sweep(t, shard, store.RetentionOptions{Retention: day})
+	if !hook.fired {
+		t.Fatal("the sweep never read the chain's second page")
+	}
+	if !f.exists(legacy) {
+		t.Fatal("the sweep deleted a request whose audit no export holds")
+	}
+	if rec := f.mustGet(t, legacy); rec.Status != aah.StatusWithdrawn {
+		t.Errorf("status = %s", rec.Status)
 	}
 }
