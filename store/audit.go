@@ -309,15 +309,17 @@ func (s *Store) VerifyAll(ctx context.Context) (VerifyReport, error) {
 				return rep, err
 			}
 			gone := c.head == "" && len(c.entries) == 0
-			if gone && e.Seq > g.mark {
-				// An export and a sweep may have run since the chain was
-				// read: the mark now may cover it.
+			held := containsHash(c.entries, e.EntryHash)
+			if !held && (gone || e.Seq < c.gseq0) && e.Seq > g.mark {
+				// An export and a sweep (and a new request of the id)
+				// may have run since the chain was read: the mark now
+				// may cover it.
 				if g.mark, err = s.exportMark(ctx, shard); err != nil {
 					return rep, err
 				}
 			}
 			switch {
-			case containsHash(c.entries, e.EntryHash):
+			case held:
 			case gone && e.Seq <= g.mark:
 				rep.Deleted++ // exported, then deleted by the retention sweep
 			case gone:

@@ -208,3 +208,62 @@ func TestVerifyAllFlagsABasePastTheExportMark(t *testing.T) {
 		})
 	}
 }
+
+// pipelineHook runs fn once, before the first pipeline (or transaction)
+// holding an LRANGE of key.
+type pipelineHook struct {
+	key   string
+	fn    func(ctx context.Context)
+	fired bool
+}
+
+func (h *pipelineHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *pipelineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *pipelineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if a := c.Args(); h.fn != nil && !h.fired && c.Name() == "lrange" && len(a) > 1 && a[1] == h.key {
+				h.fired = true
+				h.fn(ctx)
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// VerifyAll reads a shard's chain and its export mark, then the request
+// chains. If meanwhile an export covers a request's entries, the sweep
+// deletes it and its id is submitted again, the old global entries name
+// the new request's chain, which does not hold them: they are an earlier
+// request's, exported, and VerifyAll must read the mark again before it
+// calls them broken (as it does for a request that is gone).
+func TestVerifyAllRereadsTheMarkForAReusedID(t *testing.T) {
+	t.Parallel()
+	hook := &pipelineHook{}
+	f := rawBackends(hook)["redis"](t, "k")
+	const shard = 13
+	id := idsInShard("reused", shard, 1)[0]
+	hook.key = f.key(shard, "audit:"+id)
+	f.mustCreate(t, newReq(id, "agent"))
+	f.mustWithdraw(t, id)
+	for _, j := range f.claimAll(t) {
+		if err := f.s.Ack(f.ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hook.fn = func(context.Context) {
+		f.exportAll(t, "k", time.Time{})
+		f.clk.Advance(2 * day)
+		if rep := f.sweep(t, shard, store.RetentionOptions{Retention: day}); rep.Deleted != 1 {
+			t.Errorf("sweep = %+v, want the request deleted", rep)
+		}
+		f.mustCreate(t, newReq(id, "agent"))
+	}
+	if v := f.verifyAll(t); len(v.Problems) != 0 {
+		t.Errorf("VerifyAll = %+v, want no problem", v)
+	}
+	if !hook.fired {
+		t.Fatal("the hook never ran")
+	}
+}
