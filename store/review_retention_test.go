@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -265,5 +266,90 @@ func TestVerifyAllRereadsTheMarkForAReusedID(t *testing.T) {
 	}
 	if !hook.fired {
 		t.Fatal("the hook never ran")
+	}
+}
+
+// After the sweep deleted a request that had everything (reviewers, a
+// deadline, timers, an escalation, its message and a copy, a delivered
+// callback, answers), no key of the store names it, and no index, job
+// queue or hash holds it (but the users' capped, expiring lists of what
+// they answered, which skip deleted requests).
+func TestRetentionLeavesNoKeyBehind(t *testing.T) {
+	t.Parallel()
+	f := rawBackends()["redis"](t, "")
+	id := "leftover-x"
+	shard := shardOf(id)
+	n := newReq(id, "agent")
+	n.Reviewers = []string{"U0ONE", "U0TWO"}
+	n.Deadline = f.clk.Now().Add(time.Hour)
+	n.ResponseURL = "https://agent.example/cb"
+	n.Timers = []store.JobAt{{ID: store.JobID(store.JobRemind, id), At: f.clk.Now().Add(30 * time.Minute)},
+		{ID: store.JobID(store.JobExpire, id), At: n.Deadline}}
+	f.mustCreate(t, n)
+	if err := f.s.RecordPost(f.ctx, id, "C0APPROVALS", "1.000", 1, f.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.Update(f.ctx, id, func(store.Record) (*store.Change, error) {
+		return &store.Change{Status: aah.StatusEscalated, Bump: true, AddReviewers: []string{"U0THREE"},
+			Audit: []store.AuditEvent{{Event: "escalated", Actor: "system"}}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.BeginCopy(f.ctx, id, "remind"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.s.RecordCopy(f.ctx, id, store.Copy{Effect: "remind", Channel: "C0APPROVALS", TS: "2.000", Version: 2}, f.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f.resolveWithDelivery(t, id)
+	if err := f.s.RecordDeliveryAttempt(f.ctx, id, store.DeliveryAttempt{N: 1, At: f.clk.Now(), URL: n.ResponseURL, Status: 200},
+		store.DeliveryDelivered); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		for _, j := range f.claimAll(t) {
+			if err := f.s.Ack(f.ctx, j); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, k := range []string{"deliveries:" + id, "copies:" + id, "audit:" + id} {
+		if f.rdb.Exists(f.ctx, f.key(shard, k)).Val() != 1 {
+			t.Fatalf("%s was never written", k)
+		}
+	}
+	f.exportAll(t, "", time.Time{})
+	f.clk.Advance(2 * day)
+	if rep := f.sweep(t, shard, store.RetentionOptions{Retention: day}); rep.Deleted != 1 {
+		t.Fatalf("sweep = %+v, want the request deleted", rep)
+	}
+	keys, err := f.rdb.Keys(f.ctx, f.prefix+":*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if strings.Contains(k, id) {
+			t.Errorf("key %s survived", k)
+			continue
+		}
+		var members []string
+		switch f.rdb.Type(f.ctx, k).Val() {
+		case "zset":
+			members = f.rdb.ZRange(f.ctx, k, 0, -1).Val()
+		case "hash":
+			members = f.rdb.HKeys(f.ctx, k).Val()
+		case "set":
+			members = f.rdb.SMembers(f.ctx, k).Val()
+		case "list":
+			if strings.HasSuffix(k, ":audit") {
+				continue // the global chain: entries naming it may stay until trimmed
+			}
+			members = f.rdb.LRange(f.ctx, k, 0, -1).Val()
+		}
+		for _, m := range members {
+			if strings.Contains(m, id) {
+				t.Errorf("%s still holds %q", k, m)
+			}
+		}
 	}
 }
