@@ -23,7 +23,11 @@ import (
 //     the reservation's deadline.
 //  2. ConfirmOpen makes it a confirmed member once the create committed;
 //     SettleOpen confirms or releases it when the create did not create
-//     (a resubmission, a conflict, a refusal).
+//     (a resubmission, a conflict, a refusal). A request already counted
+//     takes no slot (Held): its member becomes this intake's reservation,
+//     confirmed by a reconcile once past its deadline if the request is
+//     open, so that a member that outlived a deleted request, whose id is
+//     now stored again, is not removed by a reconcile that read it missing.
 //  3. Update removes the member after the transaction that closed the
 //     request committed (Options.OpenCounts).
 //
@@ -136,7 +140,17 @@ func (s *Store) ReserveOpen(ctx context.Context, agent, id string, max int, leas
 // count, once its create committed (or a resubmission found it open). It
 // adds the member if it is missing: counting an open request is never
 // wrong, and if it closed meanwhile reconcile removes it.
+//
+// A Held slot is not confirmed: reserveOpen made its member a reservation
+// of this intake (a confirmed member may have outlived a request deleted
+// since, and this create made a new one), which a reconcile confirms once
+// past its deadline if the request is open. Confirming it here would give
+// it back the score a reconcile may have read before the create, when the
+// request was missing, and that reconcile would then remove it.
 func (s *Store) ConfirmOpen(ctx context.Context, slot OpenSlot) error {
+	if !slot.Reserved {
+		return nil
+	}
 	if err := s.rdb.ZAdd(ctx, s.keys.openCount(slot.agent), redis.Z{Score: openConfirmed, Member: slot.id}).Err(); err != nil {
 		return fmt.Errorf("store: confirm the open request %s of %s: %w", slot.id, slot.agent, err)
 	}

@@ -207,7 +207,13 @@ return 1
 // committed (confirmOpen). Time comes from ARGV (the store's clock). A
 // request that is a member already (open, or being created by another
 // intake) takes no second slot; its reservation, if still one, is extended
-// to ARGV[2] so that it outlives this intake's create. Nothing expires here:
+// to ARGV[2] so that it outlives this intake's create, and a confirmed
+// member becomes a reservation until ARGV[2] (confirmed again once this
+// intake's create or look-up settles it): its request may be a closed or
+// deleted one whose member outlived it, which a reconcile that read it
+// before this create would otherwise remove under the new request, and a
+// reconcile leaves a reservation alone until its deadline, then confirms
+// it if its request is open. Nothing expires here:
 // a reservation past its deadline still counts until reconcile has looked
 // at its request (opencap.go), so a create that committed but was never
 // confirmed is never dropped from the count.
@@ -233,7 +239,7 @@ local now, deadline, cap = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3
 if tonumber(redis.call('HGET', KEYS[2], 'seed') or '0') <= now then return {3, 0} end
 local cur = redis.call('ZSCORE', KEYS[1], ARGV[4])
 if cur then
-  if tonumber(cur) < deadline then redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4]) end
+  if tonumber(cur) < deadline or tonumber(cur) == tonumber(ARGV[6]) then redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4]) end
   return {2, redis.call('ZCARD', KEYS[1])}
 end
 local n = redis.call('ZCARD', KEYS[1])
