@@ -53,8 +53,8 @@ const Shards = 16
 //	<p>:rate:{<agent>}                 hash    the agent's intake token bucket (INTAKE_RATE): level and when, in
 //	                                           takeToken's units (limits.go); its own hash tag, one slot per agent
 //	<p>:open:{<agent>}                 zset    the agent's open requests counted against INTAKE_MAX_OPEN (opencap.go):
-//	                                           request id -> reservation deadline (ms), or openConfirmed once
-//	                                           created; its own hash tag, one slot per agent, like rate
+//	                                           request id -> reservation deadline (ms), or openConfirmed + ms
+//	                                           once confirmed; its own hash tag, one slot per agent, like rate
 //	<p>:open:{<agent>}:meta            hash    seed = ms until which the zset is trusted without re-seeding it
 //	                                           from the agent indexes; check = ms before which no reconcile runs
 //	<p>:event:<event id>               string  exists while a Slack event was already received (retries are dropped)

@@ -86,3 +86,43 @@ func TestOpenCapHeldMemberSurvivesAConcurrentReconcile(t *testing.T) {
 		t.Errorf("counted %v; want [x y]", got)
 	}
 }
+
+// The same race, with the count re-seeded from the agent's indexes in
+// between (its OpenReseedEvery ran out): the seed must not give the new
+// request's member back the score the reconcile read either.
+func TestOpenCapSeedDoesNotRestoreAScoreAReconcileRead(t *testing.T) {
+	t.Parallel()
+	hook := &afterPipelineHook{}
+	clk := newClock()
+	rdb, prefix := redistest.Client(t)
+	addHooks(rdb, hook)
+	f := fixture{s: mustNew(t, rdb, store.Options{Prefix: prefix, Now: clk.Now, OpenCounts: true}), clk: clk, ctx: testCtx(t)}
+	mustIntake(t, f, "pm", "x", 2, "created")
+	mustIntake(t, f, "pm", "y", 2, "created")
+	if _, err := approvalOn(f, f.replica(t, store.Options{})).Withdraw(f.ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	slot := fmt.Sprintf("%s:{s%02d}", prefix, shardOf("x"))
+	rdb.Del(f.ctx, slot+":req:x", slot+":audit:x")
+	rdb.ZRem(f.ctx, slot+":idx:status:withdrawn", "x")
+	rdb.ZRem(f.ctx, slot+":idx:agent:pm:withdrawn", "x")
+	rdb.ZRem(f.ctx, slot+":idx:agent:pm:all", "x")
+	hook.mu.Lock()
+	hook.key = slot + ":req:x"
+	hook.fn = func() {
+		mustIntake(t, f, "pm", "x", 2, "created")
+		f.clk.Advance(store.OpenReseedEvery)
+		mustIntake(t, f, "pm", "w", 2, "refused") // seeds the count again first
+	}
+	hook.mu.Unlock()
+	got, err := intake(f.ctx, f.s, "pm", "z", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != "refused" {
+		t.Errorf("z = %q: the agent now has x, y and z open, past its cap of 2", got)
+	}
+	if got := counted(t, f, "pm"); fmt.Sprint(got) != "[x y]" {
+		t.Errorf("counted %v; want [x y]", got)
+	}
+}
