@@ -111,14 +111,21 @@ func decodeChain(key string, raw []string) ([]AuditEntry, error) {
 // empty when it does, else the *ChainErrors found (every hash, and that the
 // chain ends at the head the request records, so entries removed from its
 // end show too). err is a failure to read it (ErrNotFound for an unknown
-// request).
+// request, or one deleted by the retention sweep).
+//
+// The chain and the record's head are read together, and a request gone
+// by then is ErrNotFound: read apart, a request deleted between the two
+// reads looked like an empty chain that verifies.
 func (s *Store) VerifiedAudit(ctx context.Context, id string) (entries []AuditEntry, problems []error, err error) {
-	if _, err := s.Get(ctx, id); err != nil {
-		return nil, nil, err
+	if !aah.ValidRequestID(id) {
+		return nil, nil, ErrNotFound
 	}
 	entries, head, err := s.requestChain(ctx, id)
 	if err != nil {
 		return nil, nil, err
+	}
+	if head == "" && len(entries) == 0 {
+		return nil, nil, ErrNotFound
 	}
 	return entries, s.verifyRequestChain(id, entries, head), nil
 }

@@ -3,8 +3,10 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -351,5 +353,68 @@ func TestRetentionLeavesNoKeyBehind(t *testing.T) {
 				t.Errorf("%s still holds %q", k, m)
 			}
 		}
+	}
+}
+
+// afterCmdHook runs fn once, right after the first command named name on
+// key was answered.
+type afterCmdHook struct {
+	mu        sync.Mutex
+	name, key string
+	fn        func(ctx context.Context)
+}
+
+func (h *afterCmdHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *afterCmdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.mu.Lock()
+		var fn func(context.Context)
+		if a := cmd.Args(); h.fn != nil && cmd.Name() == h.name && len(a) > 1 && a[1] == h.key {
+			fn, h.fn = h.fn, nil
+		}
+		h.mu.Unlock()
+		if fn != nil {
+			fn(ctx)
+		}
+		return err
+	}
+}
+
+func (h *afterCmdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A request the sweep deletes while its audit is being read is not found:
+// it is not an empty chain that verifies.
+func TestVerifiedAuditOfARequestDeletedMeanwhile(t *testing.T) {
+	t.Parallel()
+	hook := &afterCmdHook{name: "hgetall"}
+	f := rawBackends(hook)["redis"](t, "")
+	id := "audited"
+	f.mustCreate(t, newReq(id, "agent"))
+	f.mustWithdraw(t, id)
+	shard := shardOf(id)
+	hook.mu.Lock()
+	hook.key = f.key(shard, "req:"+id)
+	hook.fn = func(ctx context.Context) {
+		f.rdb.Del(ctx, f.key(shard, "req:"+id), f.key(shard, "audit:"+id))
+	}
+	hook.mu.Unlock()
+	entries, problems, err := f.s.VerifiedAudit(f.ctx, id)
+	hook.mu.Lock()
+	deleted := hook.fn == nil
+	hook.mu.Unlock()
+	switch {
+	case deleted && !errors.Is(err, store.ErrNotFound):
+		t.Errorf("VerifiedAudit of a request deleted meanwhile = %d entries, problems %v, err %v; want ErrNotFound", len(entries), problems, err)
+	case !deleted && (err != nil || len(entries) != 2 || len(problems) != 0):
+		// Read in one step: the chain as it was.
+		t.Errorf("VerifiedAudit = %d entries, problems %v, err %v; want the 2 entries, verified", len(entries), problems, err)
+	}
+	f.rdb.Del(f.ctx, f.key(shard, "req:"+id), f.key(shard, "audit:"+id))
+	if _, _, err := f.s.VerifiedAudit(f.ctx, id); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("VerifiedAudit of a deleted request: %v, want ErrNotFound", err)
 	}
 }

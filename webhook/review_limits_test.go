@@ -77,3 +77,22 @@ func TestIntakeResubmissionDeletedMeanwhileIsLimited(t *testing.T) {
 		t.Error("the request was stored again beyond the agent's cap")
 	}
 }
+
+// GET /v1/requests/{id}/audit of a request the retention sweep deletes
+// while the handler runs answers 404, as once it is gone, not 500.
+func TestAuditOfARequestDeletedMeanwhile(t *testing.T) {
+	t.Parallel()
+	a, _, _ := limitedAPI(t, webhook.Limits{})
+	if r, _ := a.post(tokenPM, seedWith(t, "audited", nil)); r.Status != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", r.Status, r.Body)
+	}
+	slot := fmt.Sprintf("%s:{s%02d}", a.prefix, crc32.ChecksumIEEE([]byte("audited"))%store.Shards)
+	hook := &afterHook{name: "hgetall", key: slot + ":req:audited"}
+	a.rdb.AddHook(hook)
+	hook.mu.Lock()
+	hook.fn = func(ctx context.Context) { a.rdb.Del(ctx, slot+":req:audited", slot+":audit:audited") }
+	hook.mu.Unlock()
+	if r := a.do(http.MethodGet, "/v1/requests/audited/audit", tokenPM); r.Status != http.StatusNotFound {
+		t.Errorf("GET audit of a request deleted meanwhile: %d %s, want 404", r.Status, r.Body)
+	}
+}
