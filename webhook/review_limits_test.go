@@ -96,3 +96,25 @@ func TestAuditOfARequestDeletedMeanwhile(t *testing.T) {
 		t.Errorf("GET audit of a request deleted meanwhile: %d %s, want 404", r.Status, r.Body)
 	}
 }
+
+// DELETE /v1/requests/{id} of a closed request the retention sweep deletes
+// while the handler runs answers 404, as once it is gone, not 500.
+func TestWithdrawOfARequestDeletedMeanwhile(t *testing.T) {
+	t.Parallel()
+	a, _, _ := limitedAPI(t, webhook.Limits{})
+	if r, _ := a.post(tokenPM, seedWith(t, "gone", nil)); r.Status != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", r.Status, r.Body)
+	}
+	if r := a.do(http.MethodDelete, "/v1/requests/gone", tokenPM); r.Status != http.StatusOK {
+		t.Fatalf("withdraw: %d %s", r.Status, r.Body)
+	}
+	slot := fmt.Sprintf("%s:{s%02d}", a.prefix, crc32.ChecksumIEEE([]byte("gone"))%store.Shards)
+	hook := &afterHook{name: "hgetall", key: slot + ":req:gone"}
+	a.rdb.AddHook(hook)
+	hook.mu.Lock()
+	hook.fn = func(ctx context.Context) { a.rdb.Del(ctx, slot+":req:gone", slot+":audit:gone") }
+	hook.mu.Unlock()
+	if r := a.do(http.MethodDelete, "/v1/requests/gone", tokenPM); r.Status != http.StatusNotFound {
+		t.Errorf("DELETE of a request deleted meanwhile: %d %s, want 404", r.Status, r.Body)
+	}
+}
