@@ -152,6 +152,11 @@ func (s *Store) Sweep(ctx context.Context, shard int, o RetentionOptions) (Sweep
 		}
 		next = append(next, scanOffsetField(st), off)
 	}
+	// Recorded now: a trim that fails below must not send the next run
+	// back over the same window.
+	if err := s.rdb.HSet(ctx, s.keys.retention(shard), next...).Err(); err != nil {
+		return rep, fmt.Errorf("store: sweep shard %d: record where it stopped: %w", shard, err)
+	}
 	trimmed, oldest, err := s.trimGlobal(ctx, shard, mark, cutoff, o.Batch)
 	if err != nil {
 		return rep, err
@@ -162,7 +167,6 @@ func (s *Store) Sweep(ctx context.Context, shard int, o RetentionOptions) (Sweep
 	if !oldest.IsZero() {
 		fields[5] = oldest.UnixMilli()
 	}
-	fields = append(fields, next...)
 	if err := s.rdb.HSet(ctx, s.keys.retention(shard), fields...).Err(); err != nil {
 		return rep, fmt.Errorf("store: sweep shard %d: record it: %w", shard, err)
 	}

@@ -418,3 +418,39 @@ func TestVerifiedAuditOfARequestDeletedMeanwhile(t *testing.T) {
 		t.Errorf("VerifiedAudit of a deleted request: %v, want ErrNotFound", err)
 	}
 }
+
+// A run whose trim of the chain fails (here: an entry that is not JSON at
+// its front) still records where its scan stopped, so the runs after it
+// go on past the requests it kept instead of scanning them again.
+func TestRetentionSweepRecordsItsScanWhenTheTrimFails(t *testing.T) {
+	t.Parallel()
+	f := rawBackends()["redis"](t, "")
+	const shard = 8
+	ids := idsInShard("trimfail", shard, 3)
+	kept, deletable := ids[:2], ids[2]
+	for _, id := range ids {
+		f.mustCreate(t, newReq(id, "agent"))
+		f.clk.Advance(time.Millisecond)
+	}
+	for _, j := range f.claimAll(t) {
+		if err := f.s.Ack(f.ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range kept {
+		f.resolveWithDelivery(t, id)
+	}
+	f.mustWithdraw(t, deletable)
+	f.exportAll(t, "", time.Time{})
+	f.rdb.LSet(f.ctx, f.key(shard, "audit"), 0, "not json")
+	f.clk.Advance(2 * day)
+	o := store.RetentionOptions{Retention: day, Batch: 10, Scan: 2}
+	for run := 1; f.exists(deletable); run++ {
+		if run > 3 {
+			t.Fatalf("after %d runs the sweep never got past the kept requests", run-1)
+		}
+		if _, err := f.s.Sweep(f.ctx, shard, o); err == nil {
+			t.Fatal("the sweep trimmed a chain whose front is not JSON")
+		}
+	}
+}
