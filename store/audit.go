@@ -111,14 +111,21 @@ func decodeChain(key string, raw []string) ([]AuditEntry, error) {
 // empty when it does, else the *ChainErrors found (every hash, and that the
 // chain ends at the head the request records, so entries removed from its
 // end show too). err is a failure to read it (ErrNotFound for an unknown
-// request).
+// request, or one deleted by the retention sweep).
+//
+// The chain and the record's head are read together, and a request gone
+// by then is ErrNotFound: read apart, a request deleted between the two
+// reads looked like an empty chain that verifies.
 func (s *Store) VerifiedAudit(ctx context.Context, id string) (entries []AuditEntry, problems []error, err error) {
-	if _, err := s.Get(ctx, id); err != nil {
-		return nil, nil, err
+	if !aah.ValidRequestID(id) {
+		return nil, nil, ErrNotFound
 	}
 	entries, head, err := s.requestChain(ctx, id)
 	if err != nil {
 		return nil, nil, err
+	}
+	if head == "" && len(entries) == 0 {
+		return nil, nil, ErrNotFound
 	}
 	return entries, s.verifyRequestChain(id, entries, head), nil
 }
@@ -267,6 +274,18 @@ func (s *Store) VerifyAll(ctx context.Context) (VerifyReport, error) {
 		if err := lastMatchesHead(name, lastOr(global, g.base), g.head); err != nil {
 			rep.Problems = append(rep.Problems, err)
 		}
+		if g.base.seq > g.mark {
+			// The sweep trims only entries the mark covers (and the mark
+			// never moves back): entries no export holds were removed.
+			// Read the mark again first: an export may have run since.
+			if g.mark, err = s.exportMark(ctx, shard); err != nil {
+				return rep, err
+			}
+			if g.base.seq > g.mark {
+				rep.Problems = append(rep.Problems, &ChainError{Chain: name, Seq: g.base.seq, Reason: fmt.Sprintf(
+					"the chain's base is entry %d, past the export mark %d: entries no export covers were removed from its front", g.base.seq, g.mark)})
+			}
+		}
 		chains := map[string]requestChainRead{}
 		check := func(id string) (requestChainRead, error) {
 			c, seen := chains[id]
@@ -297,15 +316,17 @@ func (s *Store) VerifyAll(ctx context.Context) (VerifyReport, error) {
 				return rep, err
 			}
 			gone := c.head == "" && len(c.entries) == 0
-			if gone && e.Seq > g.mark {
-				// An export and a sweep may have run since the chain was
-				// read: the mark now may cover it.
+			held := containsHash(c.entries, e.EntryHash)
+			if !held && (gone || e.Seq < c.gseq0) && e.Seq > g.mark {
+				// An export and a sweep (and a new request of the id)
+				// may have run since the chain was read: the mark now
+				// may cover it.
 				if g.mark, err = s.exportMark(ctx, shard); err != nil {
 					return rep, err
 				}
 			}
 			switch {
-			case containsHash(c.entries, e.EntryHash):
+			case held:
 			case gone && e.Seq <= g.mark:
 				rep.Deleted++ // exported, then deleted by the retention sweep
 			case gone:

@@ -28,7 +28,7 @@ func (s *Store) OpenCounted(ctx context.Context, agent string) (map[string]float
 	return out, nil
 }
 
-// OpenConfirmed is the score of a confirmed member of an open-request count.
+// OpenConfirmed is the least score of a confirmed member of an open-request count.
 const OpenConfirmed = openConfirmed
 
 // Prefix is the store's key prefix, and Client its Redis client: a test

@@ -40,8 +40,9 @@ const Shards = 16
 //	<p>:{sNN}:audit-exported           string  the export mark: the highest global seq of the shard that
 //	                                           completed exports cover contiguously from entry 1 (MarkExported)
 //	<p>:{sNN}:retention                hash    the last retention sweep of the shard: when (ms), how many
-//	                                           closed requests past RETENTION wait for an export, and since
-//	                                           when the oldest unexported entry waits (ms)
+//	                                           closed requests past RETENTION wait for an export, since
+//	                                           when the oldest unexported entry waits (ms), and where the
+//	                                           next sweep goes on in each closed status index (scan_offset:<st>)
 //	<p>:{sNN}:deliveries:<id>          list    callback delivery attempts (JSON), oldest first, capped
 //	<p>:{sNN}:homepub:<user id>        string  when the user's last Home publish was scheduled (ms), for a window
 //	<p>:{sNN}:copies:<id>              hash    the request's other Slack messages (reminder and escalation
@@ -52,8 +53,8 @@ const Shards = 16
 //	<p>:rate:{<agent>}                 hash    the agent's intake token bucket (INTAKE_RATE): level and when, in
 //	                                           takeToken's units (limits.go); its own hash tag, one slot per agent
 //	<p>:open:{<agent>}                 zset    the agent's open requests counted against INTAKE_MAX_OPEN (opencap.go):
-//	                                           request id -> reservation deadline (ms), or openConfirmed once
-//	                                           created; its own hash tag, one slot per agent, like rate
+//	                                           request id -> reservation deadline (ms), or openConfirmed + ms
+//	                                           once confirmed; its own hash tag, one slot per agent, like rate
 //	<p>:open:{<agent>}:meta            hash    seed = ms until which the zset is trusted without re-seeding it
 //	                                           from the agent indexes; check = ms before which no reconcile runs
 //	<p>:event:<event id>               string  exists while a Slack event was already received (retries are dropped)

@@ -23,7 +23,11 @@ import (
 //     the reservation's deadline.
 //  2. ConfirmOpen makes it a confirmed member once the create committed;
 //     SettleOpen confirms or releases it when the create did not create
-//     (a resubmission, a conflict, a refusal).
+//     (a resubmission, a conflict, a refusal). A request already counted
+//     takes no slot (Held): its member becomes this intake's reservation,
+//     confirmed by a reconcile once past its deadline if the request is
+//     open, so that a member that outlived a deleted request, whose id is
+//     now stored again, is not removed by a reconcile that read it missing.
 //  3. Update removes the member after the transaction that closed the
 //     request committed (Options.OpenCounts).
 //
@@ -44,11 +48,19 @@ import (
 // also catches requests created while the count was not kept (the agent's
 // cap was 0, or an older replica accepted them).
 
-// openConfirmed is the score of a confirmed member: above any reservation
-// deadline (Unix ms), exact in a double.
-const openConfirmed = 1 << 53
+// openConfirmed is the least score of a confirmed member, above any
+// reservation deadline (Unix ms). A member is confirmed with openConfirmed
+// plus the time it is confirmed (confirmedScore), so that a member
+// confirmed again never gets back a score it had before, which a reconcile
+// may have read (it removes a member only if its score is still the one it
+// read). Such scores stay exact in a double (below 2^53) for ages; members
+// confirmed by earlier versions have 2^53, confirmed too.
+const openConfirmed = 1 << 52
 
 var openConfirmedArg = strconv.FormatInt(openConfirmed, 10)
+
+// confirmedScore is the score of a member confirmed at ms.
+func confirmedScore(ms int64) string { return strconv.FormatInt(openConfirmed+ms, 10) }
 
 // OpenReconcileEvery is the least time between two reconciles of one
 // agent's count, so an agent flooding intake at its cap costs one read of
@@ -136,8 +148,18 @@ func (s *Store) ReserveOpen(ctx context.Context, agent, id string, max int, leas
 // count, once its create committed (or a resubmission found it open). It
 // adds the member if it is missing: counting an open request is never
 // wrong, and if it closed meanwhile reconcile removes it.
+//
+// A Held slot is not confirmed: reserveOpen made its member a reservation
+// of this intake (a confirmed member may have outlived a request deleted
+// since, and this create made a new one), which a reconcile confirms once
+// past its deadline if the request is open. Confirming it here would give
+// it back the score a reconcile may have read before the create, when the
+// request was missing, and that reconcile would then remove it.
 func (s *Store) ConfirmOpen(ctx context.Context, slot OpenSlot) error {
-	if err := s.rdb.ZAdd(ctx, s.keys.openCount(slot.agent), redis.Z{Score: openConfirmed, Member: slot.id}).Err(); err != nil {
+	if !slot.Reserved {
+		return nil
+	}
+	if err := s.rdb.ZAdd(ctx, s.keys.openCount(slot.agent), redis.Z{Score: float64(openConfirmed + s.nowMs()), Member: slot.id}).Err(); err != nil {
 		return fmt.Errorf("store: confirm the open request %s of %s: %w", slot.id, slot.agent, err)
 	}
 	return nil
@@ -162,7 +184,7 @@ func (s *Store) SettleOpen(ctx context.Context, slot OpenSlot) error {
 	case !slot.Reserved:
 		return nil // another intake's reservation, or a stale member: not this one's to drop
 	}
-	err = settleOpen.Run(ctx, s.rdb, []string{s.keys.openCount(slot.agent)}, openConfirmedArg, slot.id, slot.score, "r").Err()
+	err = settleOpen.Run(ctx, s.rdb, []string{s.keys.openCount(slot.agent)}, confirmedScore(s.nowMs()), slot.id, slot.score, "r").Err()
 	if err != nil {
 		return fmt.Errorf("store: release the open request slot %s of %s: %w", slot.id, slot.agent, err)
 	}
@@ -212,7 +234,7 @@ func (s *Store) reconcileOpen(ctx context.Context, agent string, now int64, pair
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("store: reconcile the open requests of %s: read their statuses: %w", agent, err)
 	}
-	args := []any{openConfirmedArg}
+	args := []any{confirmedScore(s.nowMs())}
 	for _, m := range check {
 		var status, owner string
 		if m.cmd != nil {
@@ -259,7 +281,7 @@ func (s *Store) seedOpen(ctx context.Context, agent string) error {
 	if err != nil {
 		return fmt.Errorf("store: seed the open requests of %s: %w", agent, err)
 	}
-	args := []any{s.nowMs() + OpenReseedEvery.Milliseconds(), openConfirmedArg}
+	args := []any{s.nowMs() + OpenReseedEvery.Milliseconds(), confirmedScore(s.nowMs())}
 	for _, c := range cmds {
 		for _, id := range c.Val() {
 			args = append(args, id)

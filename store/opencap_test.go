@@ -219,7 +219,7 @@ func testOpenCapReconcile(t *testing.T, b backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m) != 3 || m["b"] != store.OpenConfirmed || m["c"] != store.OpenConfirmed || m["d"] != store.OpenConfirmed {
+	if len(m) != 3 || m["b"] < store.OpenConfirmed || m["c"] < store.OpenConfirmed || m["d"] < store.OpenConfirmed {
 		t.Errorf("counted %v; want b, c and d confirmed", m)
 	}
 	wantOpen(t, f, "pm", 3)

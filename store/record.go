@@ -172,6 +172,7 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	shard := shardOf(n.ID)
 	reqKey, headKey := s.keys.request(n.ID), s.keys.auditShardHead(shard)
 	writeBy, fenced := ctx.Value(writeByKey{}).(time.Time)
+	_, storedOnly := ctx.Value(storedOnlyKey{}).(bool)
 	for range 200 {
 		watched := []string{reqKey, headKey}
 		var fenceKey string
@@ -191,6 +192,9 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 					return errDuplicate
 				}
 				return ErrConflict
+			}
+			if storedOnly {
+				return ErrNotFound
 			}
 			if fenceKey != "" {
 				// Expired before WATCH saw it, the fence could not fail
@@ -246,7 +250,7 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 		switch {
 		case err == nil:
 			return rec, true, nil
-		case errors.Is(err, ErrWriteDeadline):
+		case errors.Is(err, ErrWriteDeadline), errors.Is(err, ErrNotFound):
 			return Record{}, false, err
 		case errors.Is(err, errDuplicate):
 			rec, err = s.Get(ctx, n.ID)
@@ -263,6 +267,18 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 }
 
 var errDuplicate = errors.New("store: duplicate")
+
+type storedOnlyKey struct{}
+
+// StoredOnly returns a context under which Create stores nothing new: it
+// answers a resubmission of a stored request as always (created false),
+// and ErrNotFound when no request has the id, checked atomically with the
+// create. Intake creates a resubmission it let past the agent's limits
+// (because that very request was stored) under it: if the request was
+// deleted meanwhile (retention), storing it would bypass them.
+func StoredOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, storedOnlyKey{}, true)
+}
 
 // Get loads one request.
 func (s *Store) Get(ctx context.Context, id string) (Record, error) {

@@ -97,10 +97,30 @@ func (s *Store) Sweep(ctx context.Context, shard int, o RetentionOptions) (Sweep
 	if err != nil {
 		return rep, err
 	}
+	// Each status index is scanned from where the last run stopped (its
+	// offset among the requests received before the cutoff): requests
+	// that must be kept (a callback pending, no export yet) would
+	// otherwise fill the window of every run, and the run, cut short
+	// by Scan, would ask to run again at once, forever, without ever
+	// reaching the requests after them. A pass that reaches the end of
+	// an index starts it over at the next run.
+	offsets, err := s.rdb.HMGet(ctx, s.keys.retention(shard), scanOffsetFields()...).Result()
+	if err != nil {
+		return rep, fmt.Errorf("store: sweep shard %d: %w", shard, err)
+	}
+	next := make([]any, 0, 2*len(closedStatuses))
 	scanned := 0
-	for _, st := range closedStatuses {
+	for i, st := range closedStatuses {
+		off, _ := strconv.ParseInt(fmt.Sprint(offsets[i]), 10, 64)
+		off = max(off, 0)
+		if scanned >= o.Scan || rep.Deleted >= o.Batch {
+			rep.More = true
+			next = append(next, scanOffsetField(st), off)
+			continue
+		}
+		want := o.Scan - scanned
 		ids, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.statusIndex(shard, st), ByScore: true,
-			Start: "-inf", Stop: strconv.FormatInt(cutoff, 10), Count: int64(o.Scan - scanned)}).Result()
+			Start: "-inf", Stop: strconv.FormatInt(cutoff, 10), Offset: off, Count: int64(want)}).Result()
 		if err != nil {
 			return rep, fmt.Errorf("store: sweep shard %d: %w", shard, err)
 		}
@@ -108,24 +128,34 @@ func (s *Store) Sweep(ctx context.Context, shard int, o RetentionOptions) (Sweep
 		if err := s.backfillGseq(ctx, shard, ids); err != nil {
 			return rep, err
 		}
+		looked, gone := 0, 0
 		for _, id := range ids {
 			if rep.Deleted >= o.Batch {
-				rep.More = true
 				break
 			}
+			looked++
 			switch res, err := s.deleteRequest(ctx, id, st, cutoff); {
 			case err != nil:
 				return rep, err
 			case res == deleted:
 				rep.Deleted++
+				gone++
 			case res == unexported:
 				rep.Waiting++
 			}
 		}
-		if scanned >= o.Scan {
+		if looked == len(ids) && len(ids) < want {
+			off = 0 // the end of the index: the next run starts it over
+		} else {
+			off += int64(looked - gone) // the deleted ones no longer take a rank
 			rep.More = true
-			break
 		}
+		next = append(next, scanOffsetField(st), off)
+	}
+	// Recorded now: a trim that fails below must not send the next run
+	// back over the same window.
+	if err := s.rdb.HSet(ctx, s.keys.retention(shard), next...).Err(); err != nil {
+		return rep, fmt.Errorf("store: sweep shard %d: record where it stopped: %w", shard, err)
 	}
 	trimmed, oldest, err := s.trimGlobal(ctx, shard, mark, cutoff, o.Batch)
 	if err != nil {
@@ -141,6 +171,18 @@ func (s *Store) Sweep(ctx context.Context, shard int, o RetentionOptions) (Sweep
 		return rep, fmt.Errorf("store: sweep shard %d: record it: %w", shard, err)
 	}
 	return rep, nil
+}
+
+// scanOffsetField is the retention hash's field holding where the next
+// sweep goes on scanning a closed status's index.
+func scanOffsetField(st aah.Status) string { return "scan_offset:" + string(st) }
+
+func scanOffsetFields() []string {
+	out := make([]string, len(closedStatuses))
+	for i, st := range closedStatuses {
+		out[i] = scanOffsetField(st)
+	}
+	return out
 }
 
 // backfillGseq records audit_gseq on the requests among ids stored before
@@ -172,13 +214,24 @@ func (s *Store) backfillGseq(ctx context.Context, shard int, ids []string) error
 		return err
 	}
 	found := map[string]int64{}
-	err = s.pageChain(ctx, s.keys.auditShard(shard), 0, parseHead(g.head).seq-g.base.seq-1, func(_ int64, e AuditEntry) error {
+	head := parseHead(g.head).seq
+	last := g.base.seq
+	err = s.pageChain(ctx, s.keys.auditShard(shard), 0, head-g.base.seq-1, func(i int64, e AuditEntry) error {
+		// Another sweep trimmed the chain's front while it was read a
+		// page at a time: the pages shifted and entries were skipped,
+		// so "not found" would no longer mean "trimmed" (exported).
+		if e.Seq != g.base.seq+1+i {
+			return errChainShifted
+		}
+		last = e.Seq
 		if id, ok := legacy[e.EntryHash]; ok && e.RequestID == id {
 			found[id] = e.Seq
 		}
 		return nil
 	})
-	if err != nil {
+	if errors.Is(err, errChainShifted) || (err == nil && last != head) {
+		return nil // skipped entries (the list came up short): leave them for the next run
+	} else if err != nil {
 		return err
 	}
 	for _, id := range legacy {
@@ -194,6 +247,8 @@ func (s *Store) backfillGseq(ctx context.Context, shard int, ids []string) error
 	}
 	return nil
 }
+
+var errChainShifted = errors.New("store: the chain was trimmed while it was read")
 
 // readShardChainMeta reads a shard chain's head and base (not its entries).
 func (s *Store) readShardChainMeta(ctx context.Context, shard int) (shardChain, error) {

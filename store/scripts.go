@@ -207,7 +207,13 @@ return 1
 // committed (confirmOpen). Time comes from ARGV (the store's clock). A
 // request that is a member already (open, or being created by another
 // intake) takes no second slot; its reservation, if still one, is extended
-// to ARGV[2] so that it outlives this intake's create. Nothing expires here:
+// to ARGV[2] so that it outlives this intake's create, and a confirmed
+// member becomes a reservation until ARGV[2] (confirmed again once this
+// intake's create or look-up settles it): its request may be a closed or
+// deleted one whose member outlived it, which a reconcile that read it
+// before this create would otherwise remove under the new request, and a
+// reconcile leaves a reservation alone until its deadline, then confirms
+// it if its request is open. Nothing expires here:
 // a reservation past its deadline still counts until reconcile has looked
 // at its request (opencap.go), so a create that committed but was never
 // confirmed is never dropped from the count.
@@ -215,14 +221,14 @@ return 1
 // At the cap, the first refusal in every ARGV[5] ms returns the members,
 // for the caller to reconcile them with their requests' statuses.
 //
-//	KEYS[1] -> <p>:open:{<agent>}        zset: request id -> reservation deadline ms, or ARGV[6]
+//	KEYS[1] -> <p>:open:{<agent>}        zset: request id -> reservation deadline ms, or ARGV[6] + ms once confirmed
 //	KEYS[2] -> <p>:open:{<agent>}:meta   hash: seed = trusted until, ms; check = no reconcile before, ms
 //	ARGV[1] -> now, Unix ms
 //	ARGV[2] -> the reservation's deadline, Unix ms
 //	ARGV[3] -> the cap (1 or more)
 //	ARGV[4] -> request id
 //	ARGV[5] -> least time between two reconciles, ms
-//	ARGV[6] -> the score of a confirmed member (openConfirmed)
+//	ARGV[6] -> the least score of a confirmed member (openConfirmed)
 //
 // Returns {code, count}: code 1 reserved (count includes it), 2 already a
 // member (nothing taken), 0 refused at the cap, 3 not seeded (nothing done:
@@ -233,7 +239,7 @@ local now, deadline, cap = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3
 if tonumber(redis.call('HGET', KEYS[2], 'seed') or '0') <= now then return {3, 0} end
 local cur = redis.call('ZSCORE', KEYS[1], ARGV[4])
 if cur then
-  if tonumber(cur) < deadline then redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4]) end
+  if tonumber(cur) < deadline or tonumber(cur) >= tonumber(ARGV[6]) then redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4]) end
   return {2, redis.call('ZCARD', KEYS[1])}
 end
 local n = redis.call('ZCARD', KEYS[1])
@@ -253,7 +259,7 @@ return out
 // renewed or confirmed meanwhile is left alone).
 //
 //	KEYS[1] -> <p>:open:{<agent>}
-//	ARGV[1] -> the score of a confirmed member (openConfirmed)
+//	ARGV[1] -> the score to confirm a member with (confirmedScore)
 //	ARGV[2..] -> triples: request id, the score seen, "c" (confirm) or "r" (remove)
 //
 // Returns how many members were removed.
@@ -277,14 +283,16 @@ return removed
 // to its count as confirmed members, and trusts the count until ARGV[1].
 // Adding is always safe: a request listed is open or was (a closed one is
 // removed by reconcile), and one created since holds a member already.
+// A member already there keeps its score (NX): it is counted, and a
+// reconcile compares scores before removing one (see reserveOpen).
 //
 //	KEYS[1] -> <p>:open:{<agent>}
 //	KEYS[2] -> <p>:open:{<agent>}:meta
 //	ARGV[1] -> trusted until, Unix ms
-//	ARGV[2] -> the score of a confirmed member (openConfirmed)
+//	ARGV[2] -> the score to confirm a member with (confirmedScore)
 //	ARGV[3..] -> request ids
 var seedOpen = redis.NewScript(`
-for i = 3, #ARGV do redis.call('ZADD', KEYS[1], ARGV[2], ARGV[i]) end
+for i = 3, #ARGV do redis.call('ZADD', KEYS[1], 'NX', ARGV[2], ARGV[i]) end
 redis.call('HSET', KEYS[2], 'seed', ARGV[1])
 return 0
 `)

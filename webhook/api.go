@@ -273,7 +273,12 @@ func (a *API) audit(w http.ResponseWriter, r *http.Request, agent string) {
 		return
 	}
 	entries, problems, err := a.opts.Store.VerifiedAudit(r.Context(), rec.ID)
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// Deleted by the retention sweep since owned read it.
+		writeError(w, http.StatusNotFound, notFound(rec.ID))
+		return
+	case err != nil:
 		a.failed(w, r, "read audit", err)
 		return
 	}
@@ -299,6 +304,10 @@ func (a *API) withdraw(w http.ResponseWriter, r *http.Request, agent string) {
 	}
 	rec, err := a.opts.Lifecycle.Withdraw(r.Context(), rec.ID)
 	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// Deleted by the retention sweep since owned read it.
+		writeError(w, http.StatusNotFound, notFound(r.PathValue("id")))
+		return
 	case errors.Is(err, store.ErrNotOpen):
 		writeError(w, http.StatusConflict, "request "+quote(rec.ID)+" is already "+string(rec.Status)+" and cannot be withdrawn")
 		return

@@ -66,20 +66,33 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		writeError(w, http.StatusBadRequest, invalidMessage(probs), probs...)
 		return
 	}
-	slot, ok := a.withinLimits(ctx, w, r, agent, req.Artifact.ID, hash)
-	if !ok {
-		return
+	var rec store.Record
+	var created bool
+	for pass := 0; ; pass++ {
+		slot, resubmitted, ok := a.withinLimits(ctx, w, r, agent, req.Artifact.ID, hash)
+		if !ok {
+			return
+		}
+		createCtx := ctx
+		switch {
+		case slot.Allowed():
+			// The create must commit while the slot's reservation holds.
+			createCtx = store.WriteBy(ctx, slot.CreateBy)
+		case resubmitted:
+			// Let past the limits as the stored request's retry: it
+			// must still be stored when the create runs.
+			createCtx = store.StoredOnly(ctx)
+		}
+		rec, created, err = a.opts.Lifecycle.Create(createCtx, approval.Submission{
+			Request: req, Agent: agent, Document: doc, BodyHash: hash,
+			Channel: cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
+		})
+		if resubmitted && errors.Is(err, store.ErrNotFound) && pass < 2 {
+			continue // deleted by retention since it was looked up: a new request, limits and all
+		}
+		a.settleSlot(ctx, slot, created, err)
+		break
 	}
-	createCtx := ctx
-	if slot.Allowed() {
-		// The create must commit while the slot's reservation holds.
-		createCtx = store.WriteBy(ctx, slot.CreateBy)
-	}
-	rec, created, err := a.opts.Lifecycle.Create(createCtx, approval.Submission{
-		Request: req, Agent: agent, Document: doc, BodyHash: hash,
-		Channel: cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
-	})
-	a.settleSlot(ctx, slot, created, err)
 	var refused *approval.PolicyRefusal
 	if errors.As(err, &refused) {
 		a.refuseByPolicy(ctx, w, r, raw, agent, refused)

@@ -172,22 +172,25 @@ type limitBody struct {
 // across replicas). A refusal is answered 429 here and ok is false. The
 // slot returned, when Allowed, goes to the create and then to settleSlot.
 // A resubmission of a request the agent has stored (same artifact.id, same
-// body) is let through, so Create answers it 200 as before: a retry must
-// never be refused for the load its first copy made. It is looked up only
-// once a limit refuses, so intake under its limits pays nothing for it.
+// body) is let through (resubmitted is true), so Create answers it 200 as
+// before: a retry must never be refused for the load its first copy made.
+// It is looked up only once a limit refuses, so intake under its limits
+// pays nothing for it; the caller creates it under store.StoredOnly, so
+// that a request deleted since the look-up is not stored anew past the
+// limits.
 //
 // Refusals are counted (approvalbot_intake_requests_total) and logged at
 // debug, not audited: a flooding agent would flood the audit chains too.
-func (a *API) withinLimits(ctx context.Context, w http.ResponseWriter, r *http.Request, agent, id, hash string) (slot store.OpenSlot, ok bool) {
+func (a *API) withinLimits(ctx context.Context, w http.ResponseWriter, r *http.Request, agent, id, hash string) (slot store.OpenSlot, resubmitted, ok bool) {
 	rate := a.opts.Limits.RateFor(agent)
 	d, err := a.opts.Store.TakeIntakeToken(ctx, agent, rate)
 	if err != nil {
 		a.limitFailed(w, r, "take an intake token", err)
-		return slot, false
+		return slot, false, false
 	}
 	if !d.Allowed {
 		if again, ok := a.resubmission(ctx, w, r, agent, id, hash); again || !ok {
-			return slot, again
+			return slot, again, again
 		}
 		secs := int(math.Ceil(d.Wait.Seconds()))
 		secs = max(secs, 1)
@@ -199,22 +202,22 @@ func (a *API) withinLimits(ctx context.Context, w http.ResponseWriter, r *http.R
 				quote(agent), rate.Count, unitName(rate.Per), rate.Burst, a.rateSetting(agent), secs),
 			Limit: &limitBody{Name: "rate", Rate: FormatRate(rate), RetryAfter: secs},
 		})
-		return slot, false
+		return slot, false, false
 	}
 	maxOpen := a.opts.Limits.MaxOpenFor(agent)
 	if maxOpen <= 0 {
-		return slot, true
+		return slot, false, true
 	}
 	slot, err = a.opts.Store.ReserveOpen(ctx, agent, id, maxOpen, a.openLease())
 	if err != nil {
 		a.limitFailed(w, r, "reserve an open request slot", err)
-		return store.OpenSlot{}, false
+		return store.OpenSlot{}, false, false
 	}
 	if slot.Allowed() {
-		return slot, true
+		return slot, false, true
 	}
 	if again, ok := a.resubmission(ctx, w, r, agent, id, hash); again || !ok {
-		return store.OpenSlot{}, again
+		return store.OpenSlot{}, again, again
 	}
 	a.opts.Metrics.intake("too_many_open")
 	a.log.DebugContext(ctx, "intake: request refused by the cap on open requests", "agent", agent, "open", slot.Open, "max", maxOpen)
@@ -223,7 +226,7 @@ func (a *API) withinLimits(ctx context.Context, w http.ResponseWriter, r *http.R
 			"submit again once some are resolved, expired or withdrawn", quote(agent), slot.Open, maxOpen, a.maxOpenSetting(agent)),
 		Limit: &limitBody{Name: "open_cap", Max: maxOpen, Open: slot.Open},
 	})
-	return store.OpenSlot{}, false
+	return store.OpenSlot{}, false, false
 }
 
 // openLease is how long a reservation of an open-request slot outlives an
