@@ -66,9 +66,10 @@ func openAuditStore(ctx context.Context, name string) (*store.Store, func(), err
 // stdout, or to inv.out, for "audit verify --file" to check offline, and a
 // summary to log. A file is written beside its name, fsync'd and renamed
 // into place, so it exists only whole. Once the export is complete (its
-// trailer written and flushed; a file synced) and inv.mark is set, it
-// records the export marks retention relies on: nothing is marked for an
-// export that failed midway.
+// trailer written and flushed; a file synced) it records the export marks
+// retention relies on, unless --mark=false, or stdout is a pipe or terminal
+// and --mark was not given: nothing is marked for an export that failed
+// midway, or one that nothing is known to have kept.
 func auditExport(ctx context.Context, stdout, log io.Writer, inv invocation) error {
 	st, closeStore, err := openAuditStore(ctx, "audit export")
 	if err != nil {
@@ -76,19 +77,27 @@ func auditExport(ctx context.Context, stdout, log io.Writer, inv invocation) err
 	}
 	defer closeStore()
 	var sum store.ExportSummary
+	kept := true // the export is known to be stored whole: a file, synced
 	if inv.out == "" {
 		if sum, err = st.Export(ctx, stdout, inv.since, inv.until); err != nil {
 			return fmt.Errorf("audit export: %w", err)
 		}
-		if err := syncIfFile(stdout); err != nil {
+		if kept, err = syncIfFile(stdout); err != nil {
 			return fmt.Errorf("audit export: sync stdout: %w", err)
 		}
 	} else if sum, err = exportToFile(ctx, st, inv); err != nil {
 		return fmt.Errorf("audit export: %w", err)
 	}
 	fmt.Fprintf(log, "exported %d chains, %d entries\n", sum.Chains, sum.Entries)
-	if !inv.mark {
+	switch {
+	case !inv.mark:
 		fmt.Fprintln(log, "export marks not recorded (--mark=false): retention does not count on this export")
+		return nil
+	case !kept && !inv.markSet:
+		// A pipe (gzip, an upload) may fail after reading every line;
+		// marking then would let retention delete what no file holds.
+		fmt.Fprintln(log, "export marks not recorded: stdout is not a file, so whether the export was kept is unknown; "+
+			"use --out FILE (or redirect stdout to a file), or --mark to record them anyway")
 		return nil
 	}
 	advanced, err := st.MarkExported(ctx, sum.Runs)
@@ -134,16 +143,16 @@ func syncDir(dir string) error {
 }
 
 // syncIfFile fsyncs w when it is a regular file (stdout redirected to
-// one); a pipe or a terminal has nothing to sync.
-func syncIfFile(w io.Writer) error {
+// one) and reports whether it was; a pipe or a terminal has nothing to sync.
+func syncIfFile(w io.Writer) (bool, error) {
 	f, ok := w.(*os.File)
 	if !ok {
-		return nil
+		return false, nil
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil
+		return false, nil
 	}
-	return f.Sync()
+	return true, f.Sync()
 }
 
 // auditVerifyFile is "approvalbot audit verify --file": it checks an export

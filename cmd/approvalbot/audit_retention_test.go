@@ -71,6 +71,23 @@ func TestAuditExportOutAndMarks(t *testing.T) {
 	if code, out, _ := run("audit", "verify", "--file", path); code != 0 || !strings.Contains(out, "cross-checked 6 global entries") {
 		t.Fatalf("verify the file: exit %d\n%s", code, out)
 	}
+	// To stdout that is not a file (a pipe: here a buffer), nothing is
+	// known to have kept the export: no mark unless --mark says so.
+	code, stdout, stderr = run("audit", "export")
+	if code != 0 || stdout == "" || !strings.Contains(stderr, "stdout is not a file") || marked() != 0 {
+		t.Fatalf("export to a pipe: exit %d, %d marked\n%s", code, marked(), stderr)
+	}
+	// Redirected to a file, it is synced and marked.
+	redirected, err := os.Create(filepath.Join(dir, "stdout.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer redirected.Close()
+	var errOut bytes.Buffer
+	if code := runCLI(ctx, []string{"audit", "export"}, redirected, &errOut); code != 0 || marked() != 6 {
+		t.Fatalf("export to a redirected stdout: exit %d, %d marked (want the 6 global entries)\n%s", code, marked(), errOut.String())
+	}
+	// A later export to a file covers the same entries: the marks stay.
 	code, _, stderr = run("audit", "export", "--out", path)
 	if code != 0 || !strings.Contains(stderr, "export marks advanced") || marked() != 6 {
 		t.Fatalf("export: exit %d, %d marked (want the 6 global entries)\n%s", code, marked(), stderr)
@@ -126,7 +143,10 @@ func TestAuditExportFlags(t *testing.T) {
 	if err != nil || inv.out != "a.ndjson" || inv.mark {
 		t.Errorf("parse = %+v, %v", inv, err)
 	}
-	if inv, err := parseArgs([]string{"audit", "export"}); err != nil || !inv.mark || inv.out != "" {
+	if inv, err := parseArgs([]string{"audit", "export"}); err != nil || !inv.mark || inv.markSet || inv.out != "" {
 		t.Errorf("defaults = %+v, %v", inv, err)
+	}
+	if inv, err := parseArgs([]string{"audit", "export", "--mark"}); err != nil || !inv.mark || !inv.markSet {
+		t.Errorf("--mark = %+v, %v", inv, err)
 	}
 }

@@ -28,13 +28,15 @@ Usage:
   approvalbot version         print the version, VCS commit and Go version
   approvalbot audit verify    recompute every audit hash chain in REDIS_URL
   approvalbot audit export [--since RFC3339] [--until RFC3339] [--out FILE]
-                           [--mark=false]
+                           [--mark | --mark=false]
                               write the audit chains (all, or the entries within
                               the range) as NDJSON to stdout or FILE (written,
                               fsync'd, then renamed into place), to verify
                               offline; once complete, record per shard how far
                               exports cover the audit (RETENTION deletes only
-                              what they cover); --mark=false records nothing
+                              what they cover) when written to FILE or stdout
+                              redirected to a file, not to a pipe unless
+                              --mark; --mark=false records nothing
   approvalbot audit verify --file EXPORT
                               verify an export (- reads stdin) with AUDIT_KEY
                               alone, without Redis
@@ -73,6 +75,7 @@ type invocation struct {
 	file         string    // audit verify --file ("-": stdin; "": verify Redis)
 	out          string    // audit export --out ("": stdout)
 	mark         bool      // audit export --mark: record the export marks
+	markSet      bool      // --mark was given (else stdout that is not a file marks nothing)
 }
 
 // parseArgs reads the command line (without the program name). Asking for
@@ -120,6 +123,7 @@ func parseAudit(args []string) (invocation, error) {
 	if err := fs.Parse(args[2:]); err != nil {
 		return invocation{}, usageError{fmt.Sprintf("%s: %v", fs.Name(), err)}
 	}
+	fs.Visit(func(f *flag.Flag) { inv.markSet = inv.markSet || f.Name == "mark" })
 	if fs.NArg() > 0 {
 		return invocation{}, usageError{fmt.Sprintf("unknown command %q", strings.Join(args, " "))}
 	}
