@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/internal/slackemu"
 	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/slackout"
@@ -284,4 +286,43 @@ func TestInternalErrorAfterAcceptedPostIsNotRepeated(t *testing.T) {
 		t.Fatalf("retry: %v", err)
 	}
 	h.onlyMessage(id, "C0APPROVALS")
+}
+
+// Slack posts the message and its answer is lost (a 502 after acting); the
+// reviewer, who sees the message, resolves the request from it before the
+// post's retry. The retry finds the request closed: it must still adopt the
+// message, so that its sync shows the request resolved, rather than leave
+// it unrecorded, showing the request open with live buttons, for good.
+// (Found by the fault suite, internal/faults.)
+func TestLostPostAnswerThenResolvedIsAdoptedAndUpdated(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := h.accept(exampleWith(t, "lost-then-resolved", func(doc map[string]any) {
+		data := doc["content"].(map[string]any)["body"].(map[string]any)["data"].(map[string]any)
+		data["decisions"] = data["decisions"].([]any)[:1]
+		setChannel("C0APPROVALS")(doc)
+	}))
+	job := store.Job{ID: store.JobID(store.JobPost, id), Kind: store.JobPost, RequestID: id, Attempt: 1}
+	h.emu.InjectFailAfterEffect("chat.postMessage", http.StatusBadGateway, 1)
+	if err := h.newWorker(h.slackClient(), h.store, time.Minute).Handle(ctxTimeout(t, guard), job); err == nil {
+		t.Fatal("first attempt: no error, want Slack's lost answer")
+	}
+	if msgs := h.emu.Messages("C0APPROVALS"); len(msgs) != 1 || h.record(id).Posted() {
+		t.Fatalf("after the lost answer: %d messages, recorded %v; want 1, unrecorded", len(msgs), h.record(id).Posted())
+	}
+	ok(t, h.sendInteraction(map[string]any{"type": "block_actions",
+		"user": map[string]any{"id": alice.id, "name": "alice"}, "channel": map[string]any{"id": "C0APPROVALS"},
+		"actions": []any{action{"action_id": blocks.ActionApprove, "block_id": blocks.BlockID(1, id, "d1"), "type": "button", "value": "true"}}}))
+	if st := h.record(id).Status; st.Open() {
+		t.Fatalf("after the click the request is %s, want it resolved", st)
+	}
+	h.startJobs()
+	h.waitIdle()
+	h.onlyMessage(id, "C0APPROVALS")
+	if ok, _ := postCalls(h.emu); ok != 0 {
+		t.Errorf("%d successful chat.postMessage calls after the lost one, want none (the message is adopted)", ok)
+	}
+	if m := h.emu.Messages("C0APPROVALS")[0]; !strings.HasPrefix(m.Text, "Resolved") || m.Edited == 0 {
+		t.Errorf("the message shows %q (edited %d times), want it updated to the resolution", m.Text, m.Edited)
+	}
 }

@@ -1,6 +1,7 @@
 package slackout
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,16 +26,20 @@ type poster struct {
 type postJob struct{ p *poster }
 
 // Handle posts the request's message once. It finds nothing to do when the
-// message already exists or the request was withdrawn before it was posted.
+// message already exists or the request closed before it was posted (once
+// it has adopted any message an earlier attempt left in Slack unrecorded).
 func (h postJob) Handle(ctx context.Context, j store.Job) error {
 	p := h.p
 	rec, req, err := p.load(ctx, j.RequestID)
 	if err != nil || req == nil {
 		return err
 	}
-	if rec.Posted() || !rec.Status.Open() {
+	if rec.Posted() {
 		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
 		return nil
+	}
+	if !rec.Status.Open() {
+		return p.closedBeforeRecorded(ctx, rec)
 	}
 	wait, err := p.opts.Store.TakePaceSlot(ctx, rec.Channel, p.opts.PostInterval)
 	if err != nil {
@@ -119,6 +124,39 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 	p.opts.Metrics.posts.WithLabelValues("posted").Inc()
 	p.log.InfoContext(ctx, "request posted to Slack", "request_id", rec.ID, "channel", channel, "ts", ts)
 	return p.permalink(ctx, rec.ID, channel, ts)
+}
+
+// closedBeforeRecorded handles the post of a request that closed (resolved,
+// expired, withdrawn) before any message was recorded: nothing is to be
+// posted. But an earlier attempt may have reached Slack with its answer
+// lost or its worker dead, and reviewers see that message: one may even
+// have closed the request from it. Left unrecorded, it would show the
+// request open, with live buttons, for good; so it is looked for as a retry
+// of an open request looks, and adopted: recording it schedules the sync
+// that shows the request closed (and the sweep, if attempts overlapped).
+func (p *poster) closedBeforeRecorded(ctx context.Context, rec store.Record) error {
+	if rec.Slack.Attempts == 0 {
+		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
+		return nil
+	}
+	found, err := p.findPosted(ctx, rec, rec.Slack.FirstAttemptAt)
+	if err != nil {
+		code, retry := classifySlack(err, p.opts.RateLimitHold, isPermanent)
+		if retry != nil && !errors.Is(err, errLookupTooLong) && !errors.Is(err, errChannelUnknown) {
+			p.log.WarnContext(ctx, "could not look for an earlier attempt's message of a closed request; retrying",
+				"request_id", rec.ID, "err", err)
+			return retry
+		}
+		p.log.ErrorContext(ctx, "cannot look for an earlier attempt's message of a closed request: "+
+			"if one reached Slack, it still shows the request open", "request_id", rec.ID, "slack_error", cmp.Or(code, err.Error()))
+		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
+		return nil
+	}
+	if len(found) == 0 {
+		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
+		return nil
+	}
+	return p.adopt(ctx, rec, found[0])
 }
 
 // permalink fetches and stores the message's permalink, best effort.
