@@ -120,6 +120,9 @@ func (w *world) waitDone(f *figures) {
 // pending says what is not done yet: a request without its message, or a
 // resolved one whose message does not show it or that was not called back.
 func (w *world) pending() string {
+	if n := w.slackInflight.Load(); n > 0 {
+		return fmt.Sprintf("%d delayed Slack calls still to act", n)
+	}
 	msgs := w.messagesByRequest()
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -22,6 +22,9 @@
 //     under a running bot;
 //   - slack-after-effect: chat.postMessage and chat.update take effect and
 //     then answer 5xx or drop the connection;
+//   - slack-late: the first post of each request reaches Slack after the
+//     bot stopped waiting for it, so its retry posts again: Slack shows two
+//     messages until the sweep deletes the one not recorded;
 //   - replays: every signed click, dialog submission and slash command sent
 //     during the run is sent again byte for byte.
 //
