@@ -115,7 +115,9 @@ func postingKills(w *world, sz size, f *figures) {
 			w.mu.Lock()
 			n := len(w.posts)
 			w.mu.Unlock()
-			return w.slackInflight.Load() > 0 && n >= (k-1)*len(ids)/sz.kills/2
+			// Kill anyway once every request has reached Slack: nothing is
+			// left to catch in flight.
+			return w.slackInflight.Load() > 0 && n >= (k-1)*len(ids)/sz.kills/2 || n == len(ids)
 		})
 		b := bots[k%2]
 		at := time.Now()
@@ -140,7 +142,7 @@ func callbackKills(w *world, sz size, f *figures) {
 	wg := w.resolveAll(ids, 4)
 	for k := 1; k <= sz.kills; k++ {
 		w.waitUntil("deliveries in flight", func() bool {
-			return w.recv.inflight.Load() > 0 && w.recv.total() >= (k-1)*len(ids)/sz.kills
+			return w.recv.inflight.Load() > 0 && w.recv.total() >= (k-1)*len(ids)/sz.kills || w.recv.reached() == len(ids)
 		})
 		at := time.Now()
 		b.kill()
@@ -168,13 +170,12 @@ func redisFreezeAndRestart(w *world, sz size, f *figures) {
 
 		w.redisOutage.Store(true)
 		signal(w, syscall.SIGSTOP)
-		at := time.Now()
 		var wg sync.WaitGroup
 		wg.Go(func() { w.submitAll(second, 8).Wait() })
 		wg.Go(func() { w.resolveAll(first, 8).Wait() })
 		time.Sleep(5 * time.Second) // the fault's length
 		signal(w, syscall.SIGCONT)
-		at = time.Now()
+		at := time.Now()
 		w.botsReady()
 		f.killed(at, time.Now())
 		wg.Wait()
@@ -182,7 +183,6 @@ func redisFreezeAndRestart(w *world, sz size, f *figures) {
 
 		third := w.newRequests(fmt.Sprintf("restart%d", round), sz.requests/2, false)
 		w.redisOutage.Store(true)
-		at = time.Now()
 		w.redis.Kill()
 		wg.Go(func() { w.submitAll(third, 8).Wait() })
 		time.Sleep(2 * time.Second) // the outage's length

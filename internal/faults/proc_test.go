@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,8 +43,8 @@ func approvalbotBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		goBin, err := exec.LookPath("go")
-		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		if err != nil { // go test was run by path, not from PATH
+			goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 		}
 		if buildDir, buildErr = os.MkdirTemp("", "approvalbot-faults-"); buildErr != nil {
 			return

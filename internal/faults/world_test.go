@@ -385,3 +385,10 @@ func (r *receiver) total() int {
 	}
 	return n
 }
+
+// reached is how many requests were delivered at least once.
+func (r *receiver) reached() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.got)
+}
