@@ -212,6 +212,13 @@ func (b *botProc) stop() {
 	if b.t.Failed() {
 		b.t.Logf("%s's log (last lines):\n%s", b.name, tail(b.log, 30))
 	}
+	// FAULTS_LOGS=dir keeps every bot's log, passing or not.
+	if dir := os.Getenv("FAULTS_LOGS"); dir != "" {
+		if log, err := os.ReadFile(b.log); err == nil {
+			name := strings.ReplaceAll(b.t.Name(), "/", "_") + "-" + b.name + ".log"
+			_ = os.WriteFile(filepath.Join(dir, name), log, 0o644)
+		}
+	}
 }
 
 // auditVerify runs `approvalbot audit verify` against the world's Redis.
