@@ -326,3 +326,39 @@ func TestLostPostAnswerThenResolvedIsAdoptedAndUpdated(t *testing.T) {
 		t.Errorf("the message shows %q (edited %d times), want it updated to the resolution", m.Text, m.Edited)
 	}
 }
+
+// slowLookupSlack answers conversations.history only once the attempt's
+// deadline has passed: the lookup found the message, but used up the time
+// (a slow Slack, a loaded process).
+type slowLookupSlack struct{ *slack.Client }
+
+func (s slowLookupSlack) GetConversationHistoryContext(ctx context.Context, params *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error) {
+	resp, err := s.Client.GetConversationHistoryContext(context.WithoutCancel(ctx), params)
+	<-ctx.Done()
+	return resp, err
+}
+
+// A retry whose lookup finds the earlier attempt's message records it even
+// when the lookup used up the attempt's deadline, as a sent message is
+// recorded: otherwise every retry repeats the lookup and fails the same way,
+// until the job gives up with the message in Slack, unrecorded. (Found by
+// the fault suite's posting scenario on a loaded machine: 125 attempts failed
+// so and one recovery took 1m46s.)
+func TestAdoptedPostIsRecordedAfterASlowLookup(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := h.accept(exampleWith(t, "slow-lookup", setChannel("C0APPROVALS")))
+	job := store.Job{ID: store.JobID(store.JobPost, id), Kind: store.JobPost, RequestID: id, Attempt: 1}
+	_ = h.newWorker(acceptedThenFailedSlack{h.slackClient()}, h.store, time.Minute).Handle(ctxTimeout(t, guard), job)
+	if h.record(id).Posted() || len(h.emu.Messages("C0APPROVALS")) != 1 {
+		t.Fatal("the first attempt should have left its message in Slack, unrecorded")
+	}
+	job.Attempt = 2
+	ctx, cancel := context.WithTimeout(ctxTimeout(t, guard), 2*time.Second)
+	defer cancel()
+	err := handlePaced(ctx, h.newWorker(slowLookupSlack{h.slackClient()}, h.store, time.Minute), job)
+	if !h.record(id).Posted() {
+		t.Fatalf("the retry found the message but did not record it (%v)", err)
+	}
+	h.onlyMessage(id, "C0APPROVALS")
+}

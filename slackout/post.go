@@ -197,13 +197,17 @@ func (p *poster) channelID(ctx context.Context, channel string) (string, error) 
 
 // adopt records a message an earlier attempt posted, as found in the
 // channel. It shows an older state: recorded as version 0, a sync job
-// brings it up to date.
+// brings it up to date. It records even when the lookup used up the
+// attempt's deadline, as a sent message is recorded: a retry would only
+// look it up again, and fail the same way on a slow Slack until the job
+// gave up with the message unrecorded. Redis's own timeouts bound it.
 func (p *poster) adopt(ctx context.Context, rec store.Record, ts string) error {
-	channel, err := p.channelID(ctx, rec.Channel)
+	recordCtx := context.WithoutCancel(ctx)
+	channel, err := p.channelID(recordCtx, rec.Channel)
 	if err != nil {
 		return err
 	}
-	err = p.opts.Store.RecordPost(ctx, rec.ID, channel, ts, 0, p.opts.Now().Add(p.opts.Lease))
+	err = p.opts.Store.RecordPost(recordCtx, rec.ID, channel, ts, 0, p.opts.Now().Add(p.opts.Lease))
 	if err != nil && !errors.Is(err, store.ErrPostedElsewhere) && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
