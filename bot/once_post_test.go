@@ -362,3 +362,37 @@ func TestAdoptedPostIsRecordedAfterASlowLookup(t *testing.T) {
 	}
 	h.onlyMessage(id, "C0APPROVALS")
 }
+
+// A sweep whose history lookup used up the attempt's time still completes:
+// it reads what the store knows first, rather than failing on that read
+// afterwards and repeating the lookup. (Found by the fault suite's posting
+// scenario on a saturated machine: hundreds of sweep attempts failed so and
+// recovery took minutes.)
+func TestSweepAfterASlowLookupCompletes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := h.accept(exampleWith(t, "slow-sweep", setChannel("C0APPROVALS")))
+	job := store.Job{ID: store.JobID(store.JobPost, id), Kind: store.JobPost, RequestID: id, Attempt: 1}
+	ctx := ctxTimeout(t, guard)
+	if err := h.newWorker(h.slackClient(), crashingRecords{h.store}, time.Minute).Handle(ctx, job); !errors.Is(err, errCrash) {
+		t.Fatalf("first worker: %v, want the crash", err)
+	}
+	job.Attempt = 2
+	if err := handlePaced(ctx, h.newWorker(h.slackClient(), h.store, time.Minute), job); err != nil {
+		t.Fatalf("second worker: %v", err)
+	}
+	if !h.jobScheduled(store.JobSweep + ":" + id) {
+		t.Fatal("two attempts, the message adopted: a sweep should be scheduled")
+	}
+	handlers, err := slackout.Handlers(slackout.Options{Slack: slowLookupSlack{h.slackClient()}, Store: h.store, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweepCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	sweep := store.Job{ID: store.JobID(store.JobSweep, id), Kind: store.JobSweep, RequestID: id, Attempt: 1}
+	if err := handlers[store.JobSweep].Handle(sweepCtx, sweep); err != nil {
+		t.Fatalf("sweep after a lookup that used up its time: %v, want it done", err)
+	}
+	h.onlyMessage(id, "C0APPROVALS")
+}
