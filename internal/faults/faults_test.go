@@ -21,6 +21,7 @@ type size struct {
 
 func sizeFromEnv() size {
 	if os.Getenv("FAULTS") == "full" {
+		guard = 15 * time.Minute
 		return size{full: true, requests: 60, kills: 3}
 	}
 	return size{requests: 8, kills: 1}

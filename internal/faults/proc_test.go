@@ -19,8 +19,12 @@ import (
 
 // guard bounds every wait for something that must happen. It only stops a
 // hung test: nothing is asserted about how long anything took, so it is
-// generous for a saturated 2-core machine running the race detector.
-const guard = 3 * time.Minute
+// generous for a saturated 2-core machine running the race detector. The
+// full form raises it (sizeFromEnv): after a kill with a hundred posts in
+// flight, every retry and every sweep reads the channel's history, which
+// the emulator serves one call at a time, and on a saturated machine that
+// has taken minutes.
+var guard = 3 * time.Minute
 
 var (
 	buildOnce sync.Once
