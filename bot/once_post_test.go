@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/internal/slackemu"
 	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/slackout"
@@ -282,6 +284,115 @@ func TestInternalErrorAfterAcceptedPostIsNotRepeated(t *testing.T) {
 	job.Attempt = 2
 	if err := handlePaced(ctx, h.newWorker(h.slackClient(), h.store, time.Minute), job); err != nil {
 		t.Fatalf("retry: %v", err)
+	}
+	h.onlyMessage(id, "C0APPROVALS")
+}
+
+// Slack posts the message and its answer is lost (a 502 after acting); the
+// reviewer, who sees the message, resolves the request from it before the
+// post's retry. The retry finds the request closed: it must still adopt the
+// message, so that its sync shows the request resolved, rather than leave
+// it unrecorded, showing the request open with live buttons, for good.
+// (Found by the fault suite, internal/faults.)
+func TestLostPostAnswerThenResolvedIsAdoptedAndUpdated(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := h.accept(exampleWith(t, "lost-then-resolved", func(doc map[string]any) {
+		data := doc["content"].(map[string]any)["body"].(map[string]any)["data"].(map[string]any)
+		data["decisions"] = data["decisions"].([]any)[:1]
+		setChannel("C0APPROVALS")(doc)
+	}))
+	job := store.Job{ID: store.JobID(store.JobPost, id), Kind: store.JobPost, RequestID: id, Attempt: 1}
+	h.emu.InjectFailAfterEffect("chat.postMessage", http.StatusBadGateway, 1)
+	if err := h.newWorker(h.slackClient(), h.store, time.Minute).Handle(ctxTimeout(t, guard), job); err == nil {
+		t.Fatal("first attempt: no error, want Slack's lost answer")
+	}
+	if msgs := h.emu.Messages("C0APPROVALS"); len(msgs) != 1 || h.record(id).Posted() {
+		t.Fatalf("after the lost answer: %d messages, recorded %v; want 1, unrecorded", len(msgs), h.record(id).Posted())
+	}
+	ok(t, h.sendInteraction(map[string]any{"type": "block_actions",
+		"user": map[string]any{"id": alice.id, "name": "alice"}, "channel": map[string]any{"id": "C0APPROVALS"},
+		"actions": []any{action{"action_id": blocks.ActionApprove, "block_id": blocks.BlockID(1, id, "d1"), "type": "button", "value": "true"}}}))
+	if st := h.record(id).Status; st.Open() {
+		t.Fatalf("after the click the request is %s, want it resolved", st)
+	}
+	h.startJobs()
+	h.waitIdle()
+	h.onlyMessage(id, "C0APPROVALS")
+	if ok, _ := postCalls(h.emu); ok != 0 {
+		t.Errorf("%d successful chat.postMessage calls after the lost one, want none (the message is adopted)", ok)
+	}
+	if m := h.emu.Messages("C0APPROVALS")[0]; !strings.HasPrefix(m.Text, "Resolved") || m.Edited == 0 {
+		t.Errorf("the message shows %q (edited %d times), want it updated to the resolution", m.Text, m.Edited)
+	}
+}
+
+// slowLookupSlack answers conversations.history only once the attempt's
+// deadline has passed: the lookup found the message, but used up the time
+// (a slow Slack, a loaded process).
+type slowLookupSlack struct{ *slack.Client }
+
+func (s slowLookupSlack) GetConversationHistoryContext(ctx context.Context, params *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error) {
+	resp, err := s.Client.GetConversationHistoryContext(context.WithoutCancel(ctx), params)
+	<-ctx.Done()
+	return resp, err
+}
+
+// A retry whose lookup finds the earlier attempt's message records it even
+// when the lookup used up the attempt's deadline, as a sent message is
+// recorded: otherwise every retry repeats the lookup and fails the same way,
+// until the job gives up with the message in Slack, unrecorded. (Found by
+// the fault suite's posting scenario on a loaded machine: 125 attempts failed
+// so and one recovery took 1m46s.)
+func TestAdoptedPostIsRecordedAfterASlowLookup(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := h.accept(exampleWith(t, "slow-lookup", setChannel("C0APPROVALS")))
+	job := store.Job{ID: store.JobID(store.JobPost, id), Kind: store.JobPost, RequestID: id, Attempt: 1}
+	_ = h.newWorker(acceptedThenFailedSlack{h.slackClient()}, h.store, time.Minute).Handle(ctxTimeout(t, guard), job)
+	if h.record(id).Posted() || len(h.emu.Messages("C0APPROVALS")) != 1 {
+		t.Fatal("the first attempt should have left its message in Slack, unrecorded")
+	}
+	job.Attempt = 2
+	ctx, cancel := context.WithTimeout(ctxTimeout(t, guard), 2*time.Second)
+	defer cancel()
+	err := handlePaced(ctx, h.newWorker(slowLookupSlack{h.slackClient()}, h.store, time.Minute), job)
+	if !h.record(id).Posted() {
+		t.Fatalf("the retry found the message but did not record it (%v)", err)
+	}
+	h.onlyMessage(id, "C0APPROVALS")
+}
+
+// A sweep whose history lookup used up the attempt's time still completes:
+// it reads what the store knows first, rather than failing on that read
+// afterwards and repeating the lookup. (Found by the fault suite's posting
+// scenario on a saturated machine: hundreds of sweep attempts failed so and
+// recovery took minutes.)
+func TestSweepAfterASlowLookupCompletes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := h.accept(exampleWith(t, "slow-sweep", setChannel("C0APPROVALS")))
+	job := store.Job{ID: store.JobID(store.JobPost, id), Kind: store.JobPost, RequestID: id, Attempt: 1}
+	ctx := ctxTimeout(t, guard)
+	if err := h.newWorker(h.slackClient(), crashingRecords{h.store}, time.Minute).Handle(ctx, job); !errors.Is(err, errCrash) {
+		t.Fatalf("first worker: %v, want the crash", err)
+	}
+	job.Attempt = 2
+	if err := handlePaced(ctx, h.newWorker(h.slackClient(), h.store, time.Minute), job); err != nil {
+		t.Fatalf("second worker: %v", err)
+	}
+	if !h.jobScheduled(store.JobSweep + ":" + id) {
+		t.Fatal("two attempts, the message adopted: a sweep should be scheduled")
+	}
+	handlers, err := slackout.Handlers(slackout.Options{Slack: slowLookupSlack{h.slackClient()}, Store: h.store, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweepCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	sweep := store.Job{ID: store.JobID(store.JobSweep, id), Kind: store.JobSweep, RequestID: id, Attempt: 1}
+	if err := handlers[store.JobSweep].Handle(sweepCtx, sweep); err != nil {
+		t.Fatalf("sweep after a lookup that used up its time: %v, want it done", err)
 	}
 	h.onlyMessage(id, "C0APPROVALS")
 }

@@ -102,8 +102,10 @@ func (h timerDeps) sendCopy(ctx context.Context, rec store.Record, effect string
 				return retry
 			}
 		case len(found) > 0:
+			// Recorded even past the attempt's deadline, as a sent copy
+			// is (see poster.adopt).
 			c := store.Copy{Effect: effect, Channel: found[0].channel, TS: found[0].ts, ThreadTS: dest.threadTS}
-			_, won, err := h.store.RecordCopy(ctx, rec.ID, c, h.now().Add(h.lease))
+			_, won, err := h.store.RecordCopy(context.WithoutCancel(ctx), rec.ID, c, h.now().Add(h.lease))
 			if err == nil && won {
 				// The attempt that sent it never recorded it, so never
 				// counted it: this one does.

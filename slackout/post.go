@@ -1,6 +1,7 @@
 package slackout
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,16 +26,20 @@ type poster struct {
 type postJob struct{ p *poster }
 
 // Handle posts the request's message once. It finds nothing to do when the
-// message already exists or the request was withdrawn before it was posted.
+// message already exists or the request closed before it was posted (once
+// it has adopted any message an earlier attempt left in Slack unrecorded).
 func (h postJob) Handle(ctx context.Context, j store.Job) error {
 	p := h.p
 	rec, req, err := p.load(ctx, j.RequestID)
 	if err != nil || req == nil {
 		return err
 	}
-	if rec.Posted() || !rec.Status.Open() {
+	if rec.Posted() {
 		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
 		return nil
+	}
+	if !rec.Status.Open() {
+		return p.closedBeforeRecorded(ctx, rec)
 	}
 	wait, err := p.opts.Store.TakePaceSlot(ctx, rec.Channel, p.opts.PostInterval)
 	if err != nil {
@@ -121,6 +126,39 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 	return p.permalink(ctx, rec.ID, channel, ts)
 }
 
+// closedBeforeRecorded handles the post of a request that closed (resolved,
+// expired, withdrawn) before any message was recorded: nothing is to be
+// posted. But an earlier attempt may have reached Slack with its answer
+// lost or its worker dead, and reviewers see that message: one may even
+// have closed the request from it. Left unrecorded, it would show the
+// request open, with live buttons, for good; so it is looked for as a retry
+// of an open request looks, and adopted: recording it schedules the sync
+// that shows the request closed (and the sweep, if attempts overlapped).
+func (p *poster) closedBeforeRecorded(ctx context.Context, rec store.Record) error {
+	if rec.Slack.Attempts == 0 {
+		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
+		return nil
+	}
+	found, err := p.findPosted(ctx, rec, rec.Slack.FirstAttemptAt)
+	if err != nil {
+		code, retry := classifySlack(err, p.opts.RateLimitHold, isPermanent)
+		if retry != nil && !errors.Is(err, errLookupTooLong) && !errors.Is(err, errChannelUnknown) {
+			p.log.WarnContext(ctx, "could not look for an earlier attempt's message of a closed request; retrying",
+				"request_id", rec.ID, "err", err)
+			return retry
+		}
+		p.log.ErrorContext(ctx, "cannot look for an earlier attempt's message of a closed request: "+
+			"if one reached Slack, it still shows the request open", "request_id", rec.ID, "slack_error", cmp.Or(code, err.Error()))
+		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
+		return nil
+	}
+	if len(found) == 0 {
+		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
+		return nil
+	}
+	return p.adopt(ctx, rec, found[0])
+}
+
 // permalink fetches and stores the message's permalink, best effort.
 func (p *poster) permalink(ctx context.Context, id, channel, ts string) error {
 	link, err := p.opts.Slack.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: channel, Ts: ts})
@@ -159,13 +197,17 @@ func (p *poster) channelID(ctx context.Context, channel string) (string, error) 
 
 // adopt records a message an earlier attempt posted, as found in the
 // channel. It shows an older state: recorded as version 0, a sync job
-// brings it up to date.
+// brings it up to date. It records even when the lookup used up the
+// attempt's deadline, as a sent message is recorded: a retry would only
+// look it up again, and fail the same way on a slow Slack until the job
+// gave up with the message unrecorded. Redis's own timeouts bound it.
 func (p *poster) adopt(ctx context.Context, rec store.Record, ts string) error {
-	channel, err := p.channelID(ctx, rec.Channel)
+	recordCtx := context.WithoutCancel(ctx)
+	channel, err := p.channelID(recordCtx, rec.Channel)
 	if err != nil {
 		return err
 	}
-	err = p.opts.Store.RecordPost(ctx, rec.ID, channel, ts, 0, p.opts.Now().Add(p.opts.Lease))
+	err = p.opts.Store.RecordPost(recordCtx, rec.ID, channel, ts, 0, p.opts.Now().Add(p.opts.Lease))
 	if err != nil && !errors.Is(err, store.ErrPostedElsewhere) && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}

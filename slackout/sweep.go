@@ -25,14 +25,17 @@ func (h sweepJob) Handle(ctx context.Context, j store.Job) error {
 	} else if err != nil {
 		return err
 	}
+	// Everything the store knows is read before the Slack calls: a lookup
+	// that used up the attempt's time must not fail it on a cheap read
+	// afterwards, only for the retry to read the history again.
+	copies, err := h.store.Copies(ctx, rec.ID)
+	if err != nil {
+		return err
+	}
 	if rec.Posted() && rec.Slack.Attempts > 1 {
 		if err := h.sweep(ctx, rec.ID, store.PostEffect, rec.Slack.Channel, "", rec.Slack.TS, rec.Slack.FirstAttemptAt); err != nil {
 			return err
 		}
-	}
-	copies, err := h.store.Copies(ctx, rec.ID)
-	if err != nil {
-		return err
 	}
 	for _, c := range copies {
 		if c.Copy == nil || c.Attempts < 2 {

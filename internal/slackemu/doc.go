@@ -18,7 +18,9 @@
 // CallsTo), lets tests wait for state without sleeping (WaitFor,
 // WaitForCalls, WaitForMessages), streams changes (Subscribe), and injects
 // failures: Slack errors, 429s with or without Retry-After, 5xx statuses,
-// and Slack's per-channel posting pace of one message per second.
+// answers lost after Slack acted (a 5xx or a dropped connection once the
+// message is posted: InjectFailAfterEffect), and Slack's per-channel
+// posting pace of one message per second.
 //
 // Supported methods: auth.test, chat.postMessage, chat.update,
 // chat.delete, chat.getPermalink, chat.postEphemeral, conversations.open,

@@ -1,6 +1,7 @@
 package slackemu
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -12,6 +13,9 @@ type fault struct {
 	slackError string        // ok:false error code (InjectError)
 	status     int           // HTTP status (InjectRateLimit, InjectHTTPStatus)
 	retryAfter time.Duration // Retry-After for 429s; 0 means no header
+	// afterEffect: the call takes effect first (InjectFailAfterEffect),
+	// then its answer is replaced by status, or dropped when status is 0.
+	afterEffect bool
 }
 
 // InjectError makes the next times calls of method (e.g. "chat.postMessage")
@@ -37,6 +41,24 @@ func (s *Server) InjectHTTPStatus(method string, status, times int) {
 	s.addFault(method, &fault{remaining: times, status: status})
 }
 
+// InjectFailAfterEffect makes the next times calls of method take effect as
+// usual (the message is posted, updated or deleted, events are sent and
+// Options.OnMessage runs) and then lose Slack's answer: the caller gets the
+// HTTP status (typically 500, 502, 503 or 504) with a short text/plain body,
+// or, with status 0, no answer at all: the connection is dropped (over a
+// listener the server aborts the response; the in-process client's round
+// trip fails with ErrConnectionDropped). This is Slack having acted while
+// the caller cannot know it. The call is recorded with the status answered
+// (0 for a dropped connection) and its effects are visible as for any other
+// call. Injections for one method queue up with the other kinds, in order.
+func (s *Server) InjectFailAfterEffect(method string, status, times int) {
+	s.addFault(method, &fault{remaining: times, status: status, afterEffect: true})
+}
+
+// ErrConnectionDropped is the in-process client's error for a call whose
+// answer InjectFailAfterEffect dropped.
+var ErrConnectionDropped = errors.New("slackemu: connection dropped after the call took effect (injected)")
+
 func (s *Server) addFault(method string, f *fault) {
 	if f.remaining <= 0 {
 		return
@@ -46,12 +68,12 @@ func (s *Server) addFault(method string, f *fault) {
 	s.faults[method] = append(s.faults[method], f)
 }
 
-// takeFault consumes one use of the first pending fault for method. It runs
-// with s.mu held.
-func (s *Server) takeFault(method string) (result, bool) {
+// takeFault consumes one use of the first pending fault for method and
+// returns it, or nil when none is pending. It runs with s.mu held.
+func (s *Server) takeFault(method string) *fault {
 	queue := s.faults[method]
 	if len(queue) == 0 {
-		return result{}, false
+		return nil
 	}
 	f := queue[0]
 	f.remaining--
@@ -63,17 +85,24 @@ func (s *Server) takeFault(method string) (result, bool) {
 			s.faults[method] = queue
 		}
 	}
+	return f
+}
+
+// result is what the fault answers.
+func (f *fault) result() result {
 	switch {
+	case f.afterEffect && f.status == 0:
+		return result{drop: true, plain: true}
 	case f.slackError != "":
-		return errResult(f.slackError), true
+		return errResult(f.slackError)
 	case f.status == http.StatusTooManyRequests:
-		return rateLimited(f.retryAfter), true
+		return rateLimited(f.retryAfter)
 	default:
 		return result{
 			status: f.status,
 			body:   []byte(fmt.Sprintf("%d %s (injected by slackemu)\n", f.status, http.StatusText(f.status))),
 			plain:  true,
-		}, true
+		}
 	}
 }
 

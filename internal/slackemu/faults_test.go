@@ -167,3 +167,51 @@ func TestPacingRealTime(t *testing.T) {
 		t.Fatalf("post after the interval: %v", err)
 	}
 }
+
+// InjectFailAfterEffect: Slack acts, then its answer is lost. The message is
+// posted (or updated) all the same, and the client sees only the failure:
+// a 5xx, or a dropped connection, over a listener and in-process.
+func TestInjectFailAfterEffect(t *testing.T) {
+	t.Parallel()
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			s := New(Options{})
+			api := tr.client(t, s)
+			s.InjectFailAfterEffect("chat.postMessage", http.StatusBadGateway, 1)
+			s.InjectFailAfterEffect("chat.postMessage", 0, 1) // queued after the 502
+			_, _, err := api.PostMessage(ChannelGeneral, slack.MsgOptionText("first", false))
+			var sc slack.StatusCodeError
+			if !errors.As(err, &sc) || sc.Code != http.StatusBadGateway {
+				t.Fatalf("first post: error = %v (%T), want StatusCodeError 502", err, err)
+			}
+			if _, _, err := api.PostMessage(ChannelGeneral, slack.MsgOptionText("second", false)); err == nil {
+				t.Fatal("second post: no error, want the dropped connection's")
+			} else if tr.name == "in-process" && !errors.Is(err, ErrConnectionDropped) {
+				t.Fatalf("second post: error = %v, want ErrConnectionDropped", err)
+			}
+			msgs := s.Messages(ChannelGeneral)
+			if len(msgs) != 2 || msgs[0].Text != "first" || msgs[1].Text != "second" {
+				t.Fatalf("messages = %+v, want both posts to have taken effect", msgs)
+			}
+			calls := s.CallsTo("chat.postMessage")
+			if len(calls) != 2 || calls[0].Status != http.StatusBadGateway || calls[1].Status != 0 {
+				t.Fatalf("recorded calls = %+v, want statuses 502 and 0 (dropped)", calls)
+			}
+
+			// chat.update: the message changes, the answer is a 503.
+			s.InjectFailAfterEffect("chat.update", http.StatusServiceUnavailable, 1)
+			_, _, _, err = api.UpdateMessage(ChannelGeneral, msgs[0].TS, slack.MsgOptionText("edited", false))
+			if !errors.As(err, &sc) || sc.Code != http.StatusServiceUnavailable {
+				t.Fatalf("update: error = %v, want StatusCodeError 503", err)
+			}
+			if m := s.Messages(ChannelGeneral)[0]; m.Text != "edited" || m.Edited != 1 {
+				t.Fatalf("after the failed update the message is %+v, want it edited", m)
+			}
+			// The fault is used up: the next call answers normally.
+			if _, _, err := api.PostMessage(ChannelGeneral, slack.MsgOptionText("third", false)); err != nil {
+				t.Fatalf("third post: %v", err)
+			}
+		})
+	}
+}

@@ -172,6 +172,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.onMessage(m)
 		}
 	}
+	if res.drop {
+		// No answer: net/http closes the connection (HTTP/2: resets the
+		// stream); the in-process transport turns it into an error.
+		panic(http.ErrAbortHandler)
+	}
 
 	h := w.Header()
 	h.Set("Content-Type", res.contentType())
@@ -188,7 +193,7 @@ func (s *Server) handle(req *apiRequest, parseErr string) result {
 	defer s.mu.Unlock()
 	req.now = s.now()
 	res := s.dispatch(req, parseErr)
-	if res.status == 0 {
+	if res.status == 0 && !res.drop {
 		res.status = http.StatusOK
 	}
 	call := Call{
@@ -217,9 +222,23 @@ func (s *Server) handle(req *apiRequest, parseErr string) result {
 // dispatch applies injected faults, authentication and then the method's
 // handler. It runs with s.mu held.
 func (s *Server) dispatch(req *apiRequest, parseErr string) result {
-	if res, ok := s.takeFault(req.method); ok {
-		return res
+	f := s.takeFault(req.method)
+	if f == nil {
+		return s.serve(req, parseErr)
 	}
+	if !f.afterEffect {
+		return f.result()
+	}
+	// Slack acted, and then its answer was lost.
+	res := s.serve(req, parseErr)
+	failed := f.result()
+	failed.messages = res.messages
+	return failed
+}
+
+// serve runs the method's handler after authentication. It runs with s.mu
+// held.
+func (s *Server) serve(req *apiRequest, parseErr string) result {
 	h, ok := handlers[req.method]
 	if !ok {
 		return errResult("unknown_method")
@@ -249,6 +268,7 @@ type result struct {
 	retryAfter int    // seconds; sets Retry-After when > 0
 	body       []byte // response body, JSON unless plain is set
 	plain      bool   // body is text/plain (emulated 5xx pages)
+	drop       bool   // no answer at all: the connection is dropped
 	errCode    string // Slack error code, recorded in Call.Error
 	// messages are passed to Options.OnMessage after the lock is released.
 	messages []Message

@@ -50,7 +50,9 @@ func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.RequestURI = r.URL.RequestURI()
 	}
 	w := &recorder{header: http.Header{}}
-	t.h.ServeHTTP(w, r)
+	if dropped := serveCatchingAbort(t.h, w, r); dropped {
+		return nil, ErrConnectionDropped
+	}
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
@@ -88,4 +90,19 @@ func (w *recorder) Write(p []byte) (int, error) {
 		w.WriteHeader(http.StatusOK)
 	}
 	return w.body.Write(p)
+}
+
+// serveCatchingAbort runs h, reporting whether it aborted its response with
+// http.ErrAbortHandler (a dropped connection, InjectFailAfterEffect).
+func serveCatchingAbort(h http.Handler, w http.ResponseWriter, r *http.Request) (dropped bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				panic(v)
+			}
+			dropped = true
+		}
+	}()
+	h.ServeHTTP(w, r)
+	return false
 }

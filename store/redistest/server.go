@@ -22,6 +22,8 @@ type Server struct {
 	Addr string // 127.0.0.1:port
 	Port int
 	Dir  string // its working directory, with redis.log
+	bin  string
+	argv []string
 	cmd  *exec.Cmd
 	done chan struct{} // closed when the process has exited
 }
@@ -51,14 +53,23 @@ func StartServer(tb testing.TB, config string, args ...string) *Server {
 	}
 	argv := append([]string{conf, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
 		"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, args...)
-	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Port: port, Dir: dir, done: make(chan struct{})}
-	s.cmd = exec.Command(bin, argv...)
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Port: port, Dir: dir, bin: bin, argv: argv}
+	tb.Cleanup(s.Kill)
+	s.start(tb)
+	return s
+}
+
+// start runs the process and waits until it answers PING.
+func (s *Server) start(tb testing.TB) {
+	tb.Helper()
+	s.done = make(chan struct{})
+	s.cmd = exec.Command(s.bin, s.argv...)
 	s.cmd.SysProcAttr = dieWithParent()
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatalf("redistest: start redis-server: %v", err)
 	}
-	go func() { _ = s.cmd.Wait(); close(s.done) }()
-	tb.Cleanup(s.Kill)
+	cmd, done := s.cmd, s.done
+	go func() { _ = cmd.Wait(); close(done) }()
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
 	defer rdb.Close()
 	// A generous bound: it only stops a test whose server never comes up.
@@ -68,24 +79,39 @@ func StartServer(tb testing.TB, config string, args ...string) *Server {
 		err := rdb.Ping(ctx).Err()
 		cancel()
 		if err == nil {
-			return s
+			return
 		}
 		select {
-		case <-s.done:
-			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-			tb.Fatalf("redistest: redis-server %v exited:\n%s", argv, log)
+		case <-done:
+			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+			tb.Fatalf("redistest: redis-server %v exited:\n%s", s.argv, log)
 		default:
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("redistest: redis-server on port %d did not answer: %v", port, err)
+			tb.Fatalf("redistest: redis-server on port %d did not answer: %v", s.Port, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
+// Restart starts the server again after Kill, with the same arguments, port
+// and directory, and waits until it answers PING. With "--appendonly yes
+// --appendfsync always" it comes back with every write it acknowledged
+// before it was killed.
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	s.start(tb)
+}
+
+// Pid is the server process's id (for SIGSTOP and SIGCONT).
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // Kill stops the server at once (SIGKILL: nothing is flushed or handed
 // over, as in a crash) and waits for it to exit.
 func (s *Server) Kill() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
 	if err := s.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return
 	}
