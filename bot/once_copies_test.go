@@ -186,3 +186,44 @@ func TestCopiesUpdatedWhenTheRequestCloses(t *testing.T) {
 		}
 	})
 }
+
+// A reminder DM that Slack accepted with its answer lost, on a request
+// that then closes before the reminder's retry: closing cancels that
+// retry, so the copies job finds the DM and updates it, instead of leaving
+// it unrecorded, showing the request waiting, for good.
+func TestReminderDMLostThenClosedIsAdoptedAndUpdated(t *testing.T) {
+	t.Parallel()
+	clk := newFakeClock()
+	var lost atomic.Bool
+	rdb, prefix := redistest.Client(t)
+	emu := slackemu.New(slackemu.Options{Now: clk.Now})
+	api := dmSlack{Client: emuClient(emu), intercept: func(_ context.Context, post func() (string, string, error)) (string, string, error) {
+		ch, ts, err := post()
+		if err == nil && lost.CompareAndSwap(false, true) {
+			return "", "", errors.New("connection reset after Slack accepted the message")
+		}
+		return ch, ts, err
+	}}
+	h := newHarnessOn(t, rdb, prefix, emu, withClock(clk), withSlack(api))
+	h.startJobs()
+	id := h.postAndWait(remindable(t, "remind-lost-closed", "Lost then closed", clk.Now(), []string{"U0ALICE"}, "1h", 1))
+	clk.Set(h.record(id).ReceivedAt.Add(time.Hour + time.Second))
+	eventually(t, "the reminder's lost answer", lost.Load)
+	h.waitDrained() // the reminder's retry waits on the harness clock
+	if n := remindersTo(emu, "U0ALICE", "Lost then closed"); n != 1 || h.record(id).RemindersDone != 0 {
+		t.Fatalf("%d reminders in Alice's DM, %d recorded; want the one sent, unrecorded", n, h.record(id).RemindersDone)
+	}
+	if r := h.do(http.MethodDelete, "/v1/requests/"+id, tokenPM, "", nil); r.Status != http.StatusOK {
+		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+	}
+	h.waitDrained()
+	clk.Set(clk.Now().Add(2 * time.Minute)) // and the sweep one lease after the copy is recorded
+	h.waitDrained()
+	msgs := emu.Messages("U0ALICE")
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages in Alice's DM, want the one reminder", len(msgs))
+	}
+	if m := msgs[0]; !strings.Contains(m.Text, "no longer waits for a decision") || m.Edited == 0 {
+		t.Errorf("the reminder shows %q (edited %d times), want it updated to say the request was withdrawn", m.Text, m.Edited)
+	}
+}

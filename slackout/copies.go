@@ -173,9 +173,10 @@ func (h timerDeps) findCopy(ctx context.Context, id, effect, channel, threadTS s
 // copiesJob runs "copies:<id>" jobs: once a request closed (resolved,
 // expired or withdrawn), every reminder and escalation copy it recorded is
 // updated to show the outcome, without controls, each once (a copy is
-// marked final when done, so a retry updates only the rest). The store
-// schedules the job when the request closes, and again when a copy is
-// recorded after it closed.
+// marked final when done, so a retry updates only the rest), after
+// adopting any copy an attempt sent without recording it (adoptLost). The
+// store schedules the job when the request closes (if a copy was recorded
+// or attempted), and again when a copy is recorded after it closed.
 type copiesJob struct{ timerDeps }
 
 func (h copiesJob) Handle(ctx context.Context, j store.Job) error {
@@ -186,6 +187,13 @@ func (h copiesJob) Handle(ctx context.Context, j store.Job) error {
 	copies, err := h.store.Copies(ctx, rec.ID)
 	if err != nil {
 		return err
+	}
+	if adopted, err := h.adoptLost(ctx, rec, copies); err != nil {
+		return err
+	} else if adopted {
+		if copies, err = h.store.Copies(ctx, rec.ID); err != nil {
+			return err
+		}
 	}
 	for _, cs := range copies {
 		c := cs.Copy

@@ -112,6 +112,10 @@ type SlackState struct {
 	// Copies counts the reminder and escalation copies recorded
 	// (RecordCopy): closing the request schedules their update.
 	Copies int
+	// CopyTried: an attempt at a copy began (BeginCopy); closing the
+	// request schedules the copies job too, to adopt one whose answer
+	// was lost.
+	CopyTried bool
 }
 
 // Posted reports whether the message exists in Slack.
@@ -331,6 +335,7 @@ func decodeRecord(h map[string]string) Record {
 			Attempts:        int(num("post_attempts")),
 			FirstAttemptAt:  fromMs(num("post_first_ms")),
 			Copies:          int(num("slack_copies")),
+			CopyTried:       h["copy_tried"] == "1",
 		},
 		Delivery: decodeDelivery(h),
 	}

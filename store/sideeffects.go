@@ -198,9 +198,12 @@ func (s *Store) AbandonCopy(ctx context.Context, id, effect string) error {
 	return nil
 }
 
-// beginCopy counts an attempt at sending one copy.
+// beginCopy counts an attempt at sending one copy, and marks the request
+// (copy_tried) so that closing it schedules the copies job even if no copy
+// gets recorded: that job looks for a copy whose answer was lost.
 //
 //	KEYS[1] -> <p>:{sNN}:copies:<id>
+//	KEYS[2] -> <p>:{sNN}:req:<id>
 //	ARGV[1] -> effect
 //	ARGV[2] -> now, Unix ms
 //
@@ -211,13 +214,14 @@ local c = redis.call('HGET', KEYS[1], 'copy:' .. ARGV[1])
 if c then return {0, 0, c} end
 local n = redis.call('HINCRBY', KEYS[1], 'try:' .. ARGV[1], 1)
 if n == 1 then redis.call('HSET', KEYS[1], 'first:' .. ARGV[1], ARGV[2]) end
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HSETNX', KEYS[2], 'copy_tried', '1') end
 return {n, tonumber(redis.call('HGET', KEYS[1], 'first:' .. ARGV[1])), ''}
 `)
 
 // BeginCopy counts an attempt at sending request id's copy effect, before
 // the Slack call.
 func (s *Store) BeginCopy(ctx context.Context, id, effect string) (Attempt, error) {
-	res, err := beginCopy.Run(ctx, s.rdb, []string{s.keys.copies(id)}, effect, s.nowMs()).Slice()
+	res, err := beginCopy.Run(ctx, s.rdb, []string{s.keys.copies(id), s.keys.request(id)}, effect, s.nowMs()).Slice()
 	if err != nil || len(res) != 3 {
 		return Attempt{}, fmt.Errorf("store: begin copy %s of %s: %w", effect, id, err)
 	}

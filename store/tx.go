@@ -203,9 +203,11 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 		for _, u := range uniqueUsers(rec.IndexedReviewers, ch.AddReviewers) {
 			p.ZRem(ctx, s.keys.reviewerIndex(shard, u), rec.ID)
 		}
-		if rec.Slack.Copies > 0 {
+		if rec.Slack.Copies > 0 || rec.Slack.CopyTried {
 			// Its reminder and escalation copies show the outcome too
-			// (a copy recorded after this schedules the job itself).
+			// (a copy recorded after this schedules the job itself), and
+			// a copy sent with its answer lost is looked for: the timer
+			// jobs that would have retried it are cancelled with the close.
 			ch.Jobs = append(ch.Jobs, JobAt{ID: jobID(JobCopies, rec.ID), At: now})
 		}
 	}
