@@ -215,9 +215,9 @@ func (a *API) get(w http.ResponseWriter, r *http.Request, agent string) {
 }
 
 // writeDetail answers with the full view of one request: the list view plus
-// its delivery attempts.
+// its delivery attempts and, while it is open, the answers given so far.
 func (a *API) writeDetail(w http.ResponseWriter, r *http.Request, status int, rec store.Record) {
-	v := viewOf(rec)
+	v := detailOf(rec)
 	if v.Callback != nil {
 		attempts, err := a.opts.Store.Deliveries(r.Context(), rec.ID)
 		if err != nil {
