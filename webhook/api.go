@@ -74,6 +74,19 @@ type Options struct {
 	AllowInsecureCallbacks bool
 	// Jobs is told when new work is queued, so a local worker starts at once.
 	Jobs interface{ Wake() }
+	// Decisions are the reviewer operations of the decision endpoints
+	// (POST /v1/requests/{id}/answers, comments, submit, reject); without
+	// it they are not served.
+	Decisions Decisions
+	// Reviewers are the people who decide through the API (REVIEWER_TOKENS).
+	Reviewers Reviewers
+	// AgentApprovers grants agents (INTAKE_TOKENS names) the right to
+	// decide, each with the authority of a Slack user (AGENT_APPROVERS).
+	AgentApprovers map[string]string
+	// Decided is told of each decision the API recorded (not of refusals or
+	// repeats), after the commit: the bot refreshes the Home tabs, as after
+	// a click.
+	Decided func(action string, by aah.Person, rec store.Record)
 	// Waiters wakes long polls (GET /v1/requests/{id}?wait=30s) when their
 	// request changes. Without it, wait is ignored and GET answers at once.
 	Waiters *Waiters
@@ -133,6 +146,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /v1/requests/{id}", a.authenticated(a.bounded(a.withdraw)))
 	mux.HandleFunc("POST /v1/requests/{id}/redeliver", a.authenticated(a.bounded(a.redeliver)))
 	mux.HandleFunc("GET /v1/requests/{id}/audit", a.authenticated(a.bounded(a.audit)))
+	a.registerDecisions(mux)
 }
 
 // bounded runs h under a deadline of StoreTimeout from now: Redis work that
