@@ -209,6 +209,10 @@ func TestQuorumHalfByAPIHalfBySlack(t *testing.T) {
 			if rec.Status != aah.StatusResolved || rec.Answers["ship"].Value != true || len(rec.Answers["ship"].Signoffs) != 2 {
 				t.Fatalf("after bob's click: %s %+v", rec.Status, rec.Answers["ship"])
 			}
+			// The API answer carries her name from Slack (users.info), as a click does.
+			if by := rec.Answers["ship"].Signoffs[0].By; by.ID != alice.id || by.Name != alice.name || by.Via != aah.ViaAPI {
+				t.Errorf("alice's API sign-off by %+v", by)
+			}
 			if n := len(agent.deliveries()); n != 1 || !d.signatureOK {
 				t.Errorf("%d deliveries (signature ok %v), want one", n, d.signatureOK)
 			}

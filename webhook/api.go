@@ -83,6 +83,12 @@ type Options struct {
 	// AgentApprovers grants agents (INTAKE_TOKENS names) the right to
 	// decide, each with the authority of a Slack user (AGENT_APPROVERS).
 	AgentApprovers map[string]string
+	// Names looks up the name a reviewer's answers are recorded with, as a
+	// click's payload gives it; without it, or when it fails, they have
+	// none (the response then shows the user id).
+	Names interface {
+		UserName(ctx context.Context, userID string) (string, error)
+	}
 	// Decided is told of each decision the API recorded (not of refusals or
 	// repeats), after the commit: the bot refreshes the Home tabs, as after
 	// a click.

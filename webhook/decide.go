@@ -65,6 +65,15 @@ func (a *API) decider(action string, h decideFunc) http.HandlerFunc {
 		ctx, cancel := context.WithTimeout(r.Context(), a.opts.StoreTimeout)
 		defer cancel()
 		r = r.WithContext(ctx)
+		if by.Agent == "" && a.opts.Names != nil {
+			name, err := a.opts.Names.UserName(ctx, by.ID)
+			if err != nil {
+				// Best effort: the answer is theirs either way, and the
+				// response names them by id.
+				a.log.WarnContext(ctx, "could not look up a reviewer's name", "user", by.ID, "err", err)
+			}
+			by.Name = name
+		}
 		body, ok := readDecisionBody(w, r)
 		if !ok {
 			return

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -36,11 +37,22 @@ func (e *env) decisionAPI(decided *[]string) *api {
 	core := approval.New(e.st, approval.Options{Now: e.now})
 	return e.api(func(o *webhook.Options) {
 		o.Lifecycle, o.Decisions, o.Reviewers, o.AgentApprovers = core, core, reviewers, approvers
+		o.Names = names{}
 		o.Now = func() time.Time { return seedAt }
 		o.Decided = func(action string, by aah.Person, rec store.Record) {
 			*decided = append(*decided, action+" "+by.AgentID()+" "+string(rec.Status))
 		}
 	})
+}
+
+// names knows Alice's name and fails for everyone else.
+type names struct{}
+
+func (names) UserName(_ context.Context, id string) (string, error) {
+	if id == "U0ALICE" {
+		return "Alice Reviewer", nil
+	}
+	return "", errors.New("users.info: user_not_found")
 }
 
 // send is a POST with a JSON body as token.
@@ -98,9 +110,10 @@ func TestDecideThroughTheAPI(t *testing.T) {
 	case status != aah.StatusPartial:
 		t.Errorf("status %s, want partial", status)
 	case d1.Approved == nil || !*d1.Approved || d1.DecidedBy == nil || d1.DecidedBy.ID != "U0ALICE" ||
-		d1.DecidedBy.Via != aah.ViaAPI || d1.DecidedAt.IsZero():
+		d1.DecidedBy.Name != "Alice Reviewer" || d1.DecidedBy.Via != aah.ViaAPI || d1.DecidedAt.IsZero():
 		t.Errorf("d1 = %+v", d1)
 	case d2.Answered == nil || *d2.Answered || len(d2.Comments) != 1 || d2.Comments[0].By != "human:U0BOB" ||
+		d2.Comments[0].ByName != "U0BOB" || // no name known: the id, as in the response
 		d2.Comments[0].Text != "Check the LinkedIn share":
 		t.Errorf("d2 = %+v", d2)
 	case d3.Selected != "immediate" || d3.DecidedBy == nil || d3.DecidedBy.Agent != "other" || d3.DecidedBy.ID != "U0CHECK" ||
