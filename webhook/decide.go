@@ -131,6 +131,11 @@ func (a *API) deciderOf(w http.ResponseWriter, r *http.Request) (aah.Person, boo
 	if user != "" {
 		return aah.Person{ID: user, Via: aah.ViaAPI}, true
 	}
+	if err == nil && agent == AnonymousAgent && a.opts.Tokens.Len() == 0 && r.Header.Get("Authorization") != "" {
+		// Local mode takes any call without a token as its anonymous
+		// agent; a token nobody has is a mistyped reviewer token, not that.
+		err = errUnauthorized
+	}
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="approvalbot"`)
 		writeError(w, http.StatusUnauthorized, "unauthorized: "+err.Error())

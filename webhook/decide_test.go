@@ -169,6 +169,21 @@ func TestDecideThroughTheAPI(t *testing.T) {
 		!strings.Contains(string(r.Body), "AGENT_APPROVERS") {
 		t.Errorf("an agent without a grant: %d %s", r.Status, r.Body)
 	}
+	// Local mode's anonymous agent: a token nobody has is 401, not that agent.
+	anon := e.api(func(o *webhook.Options) {
+		o.Tokens, o.AllowAnonymous = webhook.Tokens{}, true
+		o.Decisions = approval.New(e.st, approval.Options{Now: e.now})
+		rv, err := webhook.ParseReviewerTokens("U0ALICE:" + tokenAlice)
+		mustNil(t, err)
+		o.Reviewers = rv
+	})
+	if r := anon.send("/v1/requests/dec-1/answers", tokenAlice+"x", `{"answers": {"d2": true}}`); r.Status != 401 {
+		t.Errorf("local mode, an unknown token: %d %s", r.Status, r.Body)
+	}
+	if r := anon.send("/v1/requests/dec-1/answers", "", `{"answers": {"d2": true}}`); r.Status != 403 ||
+		!strings.Contains(string(r.Body), `agent \"local\" may not decide`) {
+		t.Errorf("local mode, no token: %d %s", r.Status, r.Body)
+	}
 	if r := a.send("/v1/requests/nope/answers", tokenAlice, `{"answers": {"d1": true}}`); r.Status != 404 {
 		t.Errorf("unknown request: %d %s", r.Status, r.Body)
 	}
