@@ -60,6 +60,7 @@ func (a *API) decider(action string, h decideFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		by, ok := a.deciderOf(w, r)
 		if !ok {
+			a.opts.Metrics.decision(action, "unauthorized")
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), a.opts.StoreTimeout)
@@ -76,29 +77,41 @@ func (a *API) decider(action string, h decideFunc) http.HandlerFunc {
 		}
 		body, ok := readDecisionBody(w, r)
 		if !ok {
+			a.opts.Metrics.decision(action, "invalid")
 			return
 		}
 		id := r.PathValue("id")
 		out, probs, err := h(ctx, id, by, body)
 		if len(probs) > 0 {
+			a.opts.Metrics.decision(action, "invalid")
 			writeError(w, http.StatusBadRequest, "invalid "+action+": "+probs[0].Message, probs...)
 			return
 		}
 		var refusal *approval.Refusal
 		switch {
 		case errors.As(err, &refusal):
+			a.opts.Metrics.decision(action, "refused")
 			a.log.InfoContext(ctx, "api decision refused", "action", action, "request_id", id,
 				"user", by.ID, "agent", by.Agent, "rule", refusal.Rule)
 			writeRefusal(w, action, refusal)
 			return
 		case errors.Is(err, store.ErrNotFound):
+			a.opts.Metrics.decision(action, "not_found")
 			writeError(w, http.StatusNotFound, notFound(id))
 			return
 		case err != nil:
+			result := "error"
+			if store.Unavailable(err) {
+				result = "unavailable"
+			}
+			a.opts.Metrics.decision(action, result)
 			a.failed(w, r, action, err)
 			return
 		}
-		if out.Changed {
+		if !out.Changed {
+			a.opts.Metrics.decision(action, "unchanged")
+		} else {
+			a.opts.Metrics.decision(action, "recorded")
 			a.log.InfoContext(ctx, "api decision recorded", "action", action, "request_id", id,
 				"user", by.ID, "agent", by.Agent, "status", out.Record.Status, "resolved", out.Resolved)
 			a.wake()

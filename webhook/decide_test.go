@@ -14,6 +14,7 @@ import (
 	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/webhook"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Reviewer tokens of the decision tests.
@@ -27,7 +28,7 @@ const (
 // decisionAPI is an API over a Core whose decision endpoints accept the
 // reviewer tokens; agent "other" may decide as U0CHECK, and "pm" (which
 // sends the requests) as U0ALICE.
-func (e *env) decisionAPI(decided *[]string) *api {
+func (e *env) decisionAPI(decided *[]string, reg *prometheus.Registry) *api {
 	e.t.Helper()
 	reviewers, err := webhook.ParseReviewerTokens("U0ALICE:" + tokenAlice + ",U0BOB:" + tokenBob +
 		",U0CAROL:" + tokenCarol + ",U0RILEY:" + tokenRiley)
@@ -38,6 +39,7 @@ func (e *env) decisionAPI(decided *[]string) *api {
 	return e.api(func(o *webhook.Options) {
 		o.Lifecycle, o.Decisions, o.Reviewers, o.AgentApprovers = core, core, reviewers, approvers
 		o.Names = names{}
+		o.Metrics = webhook.NewMetrics(reg)
 		o.Now = func() time.Time { return seedAt }
 		o.Decided = func(action string, by aah.Person, rec store.Record) {
 			*decided = append(*decided, action+" "+by.AgentID()+" "+string(rec.Status))
@@ -79,7 +81,8 @@ func TestDecideThroughTheAPI(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	var decided []string
-	a := e.decisionAPI(&decided)
+	reg := prometheus.NewRegistry()
+	a := e.decisionAPI(&decided, reg)
 	slack := map[string]any{"reviewers": []any{"U0ALICE", "U0BOB", "U0CHECK", "U0RILEY"}, "requested_by": "U0RILEY"}
 	if r := a.submit(tokenPM, seedWith(t, "dec-1", slack)); r.Status != http.StatusAccepted {
 		t.Fatalf("POST: %d %s", r.Status, r.Body)
@@ -225,6 +228,15 @@ func TestDecideThroughTheAPI(t *testing.T) {
 	}
 	if !agentAnswered {
 		t.Errorf("the agent's answer is not audited as the agent: %+v", entries)
+	}
+	for _, m := range []struct {
+		action, result string
+		want           float64
+	}{{"answer", "recorded", 2}, {"answer", "unchanged", 1}, {"answer", "refused", 7}, {"answer", "unauthorized", 3},
+		{"answer", "invalid", 3}, {"answer", "not_found", 1}, {"submit", "recorded", 1}, {"reject", "invalid", 1}} {
+		if got := metricValue(t, reg, "approvalbot_api_decisions_total", map[string]string{"action": m.action, "result": m.result}); got != m.want {
+			t.Errorf("api_decisions_total{%s,%s} = %v, want %v", m.action, m.result, got, m.want)
+		}
 	}
 	want := []string{"answer human:U0ALICE partial", "comment human:U0BOB partial", "answer agent:other partial",
 		"reject human:U0BOB partial", "submit human:U0ALICE resolved"}
