@@ -12,10 +12,26 @@ import (
 type Person struct {
 	ID   string `json:"id"`   // Slack user id, e.g. U0ALICE
 	Name string `json:"name"` // display or real name when known
+	// Agent is set when an agent (an INTAKE_TOKENS name the operator granted
+	// approval in AGENT_APPROVERS) acts with the authority of the Slack user
+	// ID: seed 000's "another agent with approval authority".
+	Agent string `json:"agent,omitempty"`
+	// Via is the channel the person acted through when it is not Slack:
+	// "api" for the decision API.
+	Via string `json:"via,omitempty"`
 }
 
-// AgentID is the person as an AAH source agent id: "human:<slack user id>".
-func (p Person) AgentID() string { return "human:" + p.ID }
+// ViaAPI is Person.Via of an action taken through the HTTP decision API.
+const ViaAPI = "api"
+
+// AgentID is the person as an AAH source agent id: "human:<slack user id>",
+// or "agent:<name>" for an agent approver.
+func (p Person) AgentID() string {
+	if p.Agent != "" {
+		return "agent:" + p.Agent
+	}
+	return "human:" + p.ID
+}
 
 // Answer is one recorded answer to one decision.
 type Answer struct {

@@ -368,3 +368,16 @@ func OverallStatus(req *Request, answers map[string]Answer, outcome string) stri
 	}
 	return OverallPartial
 }
+
+// AnswersSoFar is the answers given so far to an open request, in the shape of
+// the response's data.responses (one entry per decision, in the request's
+// order), except that each answer always names who gave it (decided_by):
+// what GET /v1/requests/{id} shows before the request resolves. An approval
+// decision still collecting sign-offs has no value yet and lists them.
+func AnswersSoFar(req *Request, answers map[string]Answer) []DecisionAnswer {
+	out := make([]DecisionAnswer, 0, len(req.Data.Decisions))
+	for _, d := range req.Data.Decisions {
+		out = append(out, decisionAnswer(d, answers[d.ID], true))
+	}
+	return out
+}

@@ -119,7 +119,7 @@ func (c *Core) answer(rec store.Record, req *aah.Request, g grant, out *Outcome,
 	for id, raw := range values {
 		dec, ok := req.Decision(id)
 		if !ok {
-			return nil, &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", id), Rule: RuleInvalid}
+			return nil, &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", id), Field: FieldDecision, Rule: RuleInvalid}
 		}
 		v, err := aah.CheckAnswer(dec, raw)
 		if err != nil {
@@ -190,7 +190,7 @@ func (c *Core) Comment(ctx context.Context, requestID, decisionID string, by aah
 func (c *Core) comment(rec store.Record, req *aah.Request, g grant, decisionID string, by aah.Person, text string) (*store.Change, error) {
 	text = strings.TrimSpace(text)
 	if _, ok := req.Decision(decisionID); !ok {
-		return nil, &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", decisionID), Rule: RuleInvalid}
+		return nil, &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", decisionID), Field: FieldDecision, Rule: RuleInvalid}
 	}
 	if utf8.RuneCountInString(text) > aah.MaxTextLength {
 		return nil, &Refusal{Reason: "A comment holds at most 3000 characters.", Field: "comment", Rule: RuleInvalid}

@@ -109,6 +109,14 @@ type Refusal struct {
 
 func (r *Refusal) Error() string { return r.Reason }
 
+// Refusal fields beyond the modal's: the decision named is not one of the
+// request's (FieldDecision), or Submit found required decisions still
+// unanswered (FieldRequired). The decision API answers them 404 and 409.
+const (
+	FieldDecision = "decision_id"
+	FieldRequired = "required"
+)
+
 // Outcome is the result of an accepted action.
 type Outcome struct {
 	Record   store.Record
@@ -137,12 +145,40 @@ func (c *Core) act(ctx context.Context, requestID string, by aah.Person, action 
 		if err == nil {
 			var ch *store.Change
 			if ch, err = decide(rec, req, grant{auth: auth, rules: req.Rules(c.policy.Defaults.For(rec.Agent))}, &out); err == nil {
-				return ch, nil
+				return withChannel(ch, by), nil
 			}
 		}
-		return f.refuse(rec, by, action, err)
+		ch, err := f.refuse(rec, by, action, err)
+		return withChannel(ch, by), err
 	})
 	return f.result(out, rec, err)
+}
+
+// withChannel records, in each audit entry of by's own, the channel they
+// acted through when it is not Slack ("via": "api") and the agent acting
+// with a reviewer's authority ("agent"), beside the person (the actor and
+// "user"): the audit tells an API answer and an agent's from a click.
+func withChannel(ch *store.Change, by aah.Person) *store.Change {
+	if ch == nil || (by.Via == "" && by.Agent == "") {
+		return ch
+	}
+	for i, e := range ch.Audit {
+		if e.Actor != by.AgentID() {
+			continue
+		}
+		data := make(map[string]any, len(e.Data)+3)
+		for k, v := range e.Data {
+			data[k] = v
+		}
+		if by.Via != "" {
+			data["via"] = by.Via
+		}
+		if by.Agent != "" {
+			data["agent"], data["user"] = by.Agent, by.ID
+		}
+		ch.Audit[i].Data = data
+	}
+	return ch
 }
 
 // open parses an open request the person may decide; a closed one, or a
@@ -201,6 +237,8 @@ func (c *Core) authorityOver(ctx context.Context, requestID string, by aah.Perso
 	if err != nil {
 		return authority{}, nil, fmt.Errorf("check who may decide %s: %w", requestID, err)
 	}
+	// A request's agent never changes, so this holds for the transaction.
+	auth.ownAgent = by.Agent != "" && by.Agent == rec.Agent
 	return auth, req, nil
 }
 

@@ -62,6 +62,7 @@ type authority struct {
 	admin     bool     // a workspace admin (Policy.Admins)
 	requester bool     // the person the agent asks for
 	roles     []string // the required roles the person holds
+	ownAgent  bool     // an agent approver acting on a request it sent itself
 }
 
 // allowed reports whether the person may decide, given the request's

@@ -27,7 +27,7 @@ func (c *Core) Submit(ctx context.Context, requestID string, by aah.Person) (Out
 			return nil, err
 		}
 		if len(missing) > 0 {
-			return nil, &Refusal{Reason: "Answer every required decision before submitting. Still open: " + strings.Join(missing, "; "), Rule: RuleInvalid}
+			return nil, &Refusal{Reason: "Answer every required decision before submitting. Still open: " + strings.Join(missing, "; "), Field: FieldRequired, Rule: RuleInvalid}
 		}
 		out.Changed, out.Resolved = true, true
 		ch := &store.Change{Bump: true, Audit: append(accepted, store.AuditEvent{Event: "submitted", Actor: by.AgentID()})}

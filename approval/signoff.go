@@ -21,6 +21,12 @@ type grant struct {
 // request or the workspace allows self-approval. Commenting stays open to
 // them.
 func (g grant) mayDecide() error {
+	if g.auth.ownAgent {
+		// Whatever the request says: an agent supervising itself is no
+		// supervision.
+		return &Refusal{Reason: "An agent may not decide a request it sent itself; someone else has to. " +
+			"It can still comment.", Rule: RuleSelfApproval}
+	}
 	if g.auth.requester && !g.rules.AllowSelfApproval {
 		return &Refusal{Reason: "You asked for this decision, so someone else has to make it " +
 			"(self-approval is off for this request). You can still comment.", Rule: RuleSelfApproval}

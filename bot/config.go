@@ -78,6 +78,13 @@ type Config struct {
 	RequireReason         bool          `envconfig:"REQUIRE_REASON" default:"false"`
 	DirectoryCacheTTL     time.Duration `envconfig:"DIRECTORY_CACHE_TTL" default:"5m"`
 
+	// ReviewerTokens are the bearer tokens of people who decide through the
+	// API, each mapped to their Slack user (<user id>:<token>,...);
+	// AgentApprovers grant INTAKE_TOKENS agents the right to decide through
+	// it with a Slack user's authority (<agent>:<user id>,...).
+	ReviewerTokens string   `envconfig:"REVIEWER_TOKENS"`
+	AgentApprovers []string `envconfig:"AGENT_APPROVERS"`
+
 	// PolicyOverrideAgents are the agents (INTAKE_TOKENS names) whose
 	// requests may loosen APPROVAL_QUORUM, ALLOW_SELF_APPROVAL and
 	// REQUIRE_REASON; for every other agent they are a floor.
@@ -97,8 +104,10 @@ type Config struct {
 	JobPollInterval   time.Duration `envconfig:"JOB_POLL_INTERVAL" default:"250ms"`
 
 	// Derived by Load, not read from the environment.
-	tokens webhook.Tokens
-	limits webhook.Limits
+	tokens    webhook.Tokens
+	limits    webhook.Limits
+	reviewers webhook.Reviewers
+	approvers map[string]string
 }
 
 // LocalDefaultChannel is where local mode posts when no channel is configured.
@@ -149,6 +158,26 @@ func (c Config) EmbeddedRedis() bool { return c.RedisURL == "" || c.RedisURL == 
 
 // Tokens are the parsed INTAKE_TOKENS.
 func (c Config) Tokens() webhook.Tokens { return c.tokens }
+
+// Reviewers are the parsed REVIEWER_TOKENS.
+func (c Config) Reviewers() webhook.Reviewers { return c.reviewers }
+
+// AgentApproverGrants are the parsed AGENT_APPROVERS: agent -> the Slack
+// user whose authority it decides with.
+func (c Config) AgentApproverGrants() map[string]string { return c.approvers }
+
+// WithDeciders returns c with REVIEWER_TOKENS and AGENT_APPROVERS set and
+// checked as LoadConfig does, for programs and tests that build a Config in
+// code (set the tokens first: approvers must be INTAKE_TOKENS agents).
+func (c Config) WithDeciders(reviewerTokens string, agentApprovers []string) (Config, error) {
+	c.ReviewerTokens, c.AgentApprovers = reviewerTokens, agentApprovers
+	var probs []string
+	c.validateDeciders(func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) })
+	if len(probs) > 0 {
+		return c, errors.New(strings.Join(probs, "; "))
+	}
+	return c, nil
+}
 
 // Limits are the parsed per-agent intake limits (INTAKE_RATE, INTAKE_MAX_OPEN
 // and their overrides).

@@ -20,6 +20,8 @@ var exampleSettings = map[string]bool{
 	// The authorization policy: its example values are the safe defaults.
 	"DEFAULT_REVIEWERS": true, "DEFAULT_REVIEWER_GROUPS": true, "ADMIN_USERS": true, "APPROVAL_QUORUM": true,
 	"ALLOW_SELF_APPROVAL": true, "REQUIRE_REASON": true, "POLICY_OVERRIDE_AGENTS": true,
+	// Deciding through the API: empty, nobody does.
+	"REVIEWER_TOKENS": true, "AGENT_APPROVERS": true,
 	// Retention: the example's value is the default, keep everything.
 	"RETENTION": true,
 }

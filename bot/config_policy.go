@@ -49,6 +49,7 @@ func (c *Config) validateAuthorization(add func(format string, args ...any)) {
 			add("POLICY_OVERRIDE_AGENTS must list agents named in INTAKE_TOKENS, got %q", a)
 		}
 	}
+	c.validateDeciders(add)
 	if c.ApprovalQuorum < 1 || c.ApprovalQuorum > aah.MaxQuorum {
 		add("APPROVAL_QUORUM must be from 1 to %d", aah.MaxQuorum)
 	}
@@ -98,5 +99,26 @@ func (c Config) Policy() approval.Policy {
 		Defaults: aah.Defaults{Quorum: c.ApprovalQuorum, AllowSelfApproval: c.AllowSelfApproval,
 			RequireReason: c.RequireReason, OverrideAgents: c.PolicyOverrideAgents},
 		Admins: c.AdminUsers, Reviewers: c.DefaultReviewers, ReviewerGroups: c.DefaultReviewerGroups,
+	}
+}
+
+// validateDeciders parses who decides through the API: REVIEWER_TOKENS
+// (no token shared with INTAKE_TOKENS, which would make one credential two
+// identities) and AGENT_APPROVERS (agents of INTAKE_TOKENS). Errors never
+// quote a token.
+func (c *Config) validateDeciders(add func(format string, args ...any)) {
+	var err error
+	if c.reviewers, err = webhook.ParseReviewerTokens(c.ReviewerTokens); err != nil {
+		add("%v", err)
+	} else if c.reviewers.SharesTokenWith(c.tokens) {
+		add("REVIEWER_TOKENS and INTAKE_TOKENS share a token: give each reviewer and each agent a token of its own")
+	}
+	if c.approvers, err = webhook.ParseAgentApprovers(c.AgentApprovers); err != nil {
+		add("%v", err)
+	}
+	for _, a := range slices.Sorted(maps.Keys(c.approvers)) {
+		if !c.knownAgent(a) {
+			add("AGENT_APPROVERS must grant agents named in INTAKE_TOKENS, got %q", a)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 type DirectoryAPI interface {
 	GetUserByEmailContext(ctx context.Context, email string) (*slack.User, error)
 	GetUserGroupMembersContext(ctx context.Context, userGroup string, options ...slack.GetUserGroupMembersOption) ([]string, error)
+	GetUserInfoContext(ctx context.Context, user string, options ...slack.GetUserInfoOption) (*slack.User, error)
 }
 
 // Directory answers the decider's questions about Slack: which user an
@@ -32,12 +33,12 @@ type Directory struct {
 	lookups *prometheus.CounterVec
 
 	mu       sync.Mutex
-	entries  map[string]cached // "email:<address>" or "group:S…"
+	entries  map[string]cached // "email:<address>", "group:S…" or "name:U…"
 	inflight map[string]*lookup
 }
 
 type cached struct {
-	userID  string
+	userID  string // the user of an email; the name of a user
 	members []string
 	expires time.Time
 }
@@ -59,7 +60,7 @@ func NewDirectory(api DirectoryAPI, ttl time.Duration, reg prometheus.Registerer
 		entries: map[string]cached{}, inflight: map[string]*lookup{},
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "approvalbot_directory_lookups_total",
-			Help: "Authorization lookups of users by email and user group members, by kind and result (hit, miss, error).",
+			Help: "Directory lookups of users by email, user group members and (for the decision API) user names, by kind and result (hit, miss, error).",
 		}, []string{"kind", "result"})}
 	if reg != nil {
 		reg.MustRegister(d.lookups)
@@ -94,6 +95,24 @@ func (d *Directory) GroupMembers(ctx context.Context, groupID string) ([]string,
 		return cached{members: members}, nil
 	})
 	return e.members, err
+}
+
+// UserName is the name a Slack user's answers are recorded with (their real
+// name, else their name), as a click's payload gives it: the decision API
+// knows only the user id of a reviewer token.
+func (d *Directory) UserName(ctx context.Context, userID string) (string, error) {
+	e, err := d.get(ctx, "name", userID, func(ctx context.Context) (cached, error) {
+		u, err := d.api.GetUserInfoContext(ctx, userID)
+		if err != nil {
+			return cached{}, fmt.Errorf("users.info %s: %w", userID, err)
+		}
+		name := u.Name
+		if u.RealName != "" {
+			name = u.RealName
+		}
+		return cached{userID: name}, nil
+	})
+	return e.userID, err
 }
 
 func (d *Directory) get(ctx context.Context, kind, id string, fetch func(context.Context) (cached, error)) (cached, error) {

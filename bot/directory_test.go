@@ -30,6 +30,10 @@ func (f *fakeDirectoryAPI) GetUserByEmailContext(_ context.Context, email string
 	return &slack.User{ID: "U0" + strings.ToUpper(strings.TrimSuffix(email, "@example.com"))}, nil
 }
 
+func (f *fakeDirectoryAPI) GetUserInfoContext(_ context.Context, user string, _ ...slack.GetUserInfoOption) (*slack.User, error) {
+	return &slack.User{ID: user, Name: strings.ToLower(user)}, nil
+}
+
 func (f *fakeDirectoryAPI) GetUserGroupMembersContext(_ context.Context, group string, _ ...slack.GetUserGroupMembersOption) ([]string, error) {
 	f.groupCalls.Add(1)
 	time.Sleep(f.slow)

@@ -170,6 +170,8 @@ func NewService(d Deps) (*Service, error) {
 	api, err := webhook.New(webhook.Options{
 		Waiters: webhook.NewWaiters(d.Store.SubscribeChanges(changesCtx)),
 		Store:   d.Store, Lifecycle: decider, Tokens: cfg.Tokens(), Limits: cfg.Limits(), AllowAnonymous: cfg.LocalMode(),
+		Decisions: decider, Reviewers: cfg.Reviewers(), AgentApprovers: cfg.AgentApproverGrants(), Decided: slackHandlers.Decided,
+		Names:          directory,
 		DefaultChannel: cfg.SlackDefaultChannel, MaxBodyBytes: cfg.IntakeMaxBodyBytes, Now: d.Now,
 		AllowInsecureCallbacks: cfg.CallbackAllowPrivate, Jobs: runner, StoreTimeout: cfg.storeRequestTimeout(),
 		Metrics: webhook.NewMetrics(d.Registry), Logger: d.Logger.With("component", "intake"),

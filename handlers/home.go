@@ -89,6 +89,18 @@ func (s *Slack) refreshHomes(action string, by aah.Person, rec store.Record) {
 	})
 }
 
+// Decided refreshes the Home tabs after a decision recorded outside Slack
+// (the decision API), as after a click: the person's own tab at once (and
+// the request among those they answered, unless they only commented), the
+// other reviewers' through the coalesced publishes. The message itself
+// follows through the sync job the change scheduled.
+func (s *Slack) Decided(action string, by aah.Person, rec store.Record) {
+	if action != blocks.ActionComment {
+		action = "api_" + action
+	}
+	s.refreshHomes(action, by, rec)
+}
+
 // publishOwnHome publishes the tab of the person who just acted or opened
 // it, at once, unless views.publish is held after a 429 (Slack's limit is
 // per app): then, or when the publish fails, it joins the coalesced

@@ -74,6 +74,25 @@ type Options struct {
 	AllowInsecureCallbacks bool
 	// Jobs is told when new work is queued, so a local worker starts at once.
 	Jobs interface{ Wake() }
+	// Decisions are the reviewer operations of the decision endpoints
+	// (POST /v1/requests/{id}/answers, comments, submit, reject); without
+	// it they are not served.
+	Decisions Decisions
+	// Reviewers are the people who decide through the API (REVIEWER_TOKENS).
+	Reviewers Reviewers
+	// AgentApprovers grants agents (INTAKE_TOKENS names) the right to
+	// decide, each with the authority of a Slack user (AGENT_APPROVERS).
+	AgentApprovers map[string]string
+	// Names looks up the name a reviewer's answers are recorded with, as a
+	// click's payload gives it; without it, or when it fails, they have
+	// none (the response then shows the user id).
+	Names interface {
+		UserName(ctx context.Context, userID string) (string, error)
+	}
+	// Decided is told of each decision the API recorded (not of refusals or
+	// repeats), after the commit: the bot refreshes the Home tabs, as after
+	// a click.
+	Decided func(action string, by aah.Person, rec store.Record)
 	// Waiters wakes long polls (GET /v1/requests/{id}?wait=30s) when their
 	// request changes. Without it, wait is ignored and GET answers at once.
 	Waiters *Waiters
@@ -133,6 +152,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /v1/requests/{id}", a.authenticated(a.bounded(a.withdraw)))
 	mux.HandleFunc("POST /v1/requests/{id}/redeliver", a.authenticated(a.bounded(a.redeliver)))
 	mux.HandleFunc("GET /v1/requests/{id}/audit", a.authenticated(a.bounded(a.audit)))
+	a.registerDecisions(mux)
 }
 
 // bounded runs h under a deadline of StoreTimeout from now: Redis work that
@@ -215,9 +235,9 @@ func (a *API) get(w http.ResponseWriter, r *http.Request, agent string) {
 }
 
 // writeDetail answers with the full view of one request: the list view plus
-// its delivery attempts.
+// its delivery attempts and, while it is open, the answers given so far.
 func (a *API) writeDetail(w http.ResponseWriter, r *http.Request, status int, rec store.Record) {
-	v := viewOf(rec)
+	v := detailOf(rec)
 	if v.Callback != nil {
 		attempts, err := a.opts.Store.Deliveries(r.Context(), rec.ID)
 		if err != nil {

@@ -9,7 +9,8 @@ import (
 
 // Metrics are the intake's Prometheus metrics.
 type Metrics struct {
-	requests *prometheus.CounterVec
+	requests  *prometheus.CounterVec
+	decisions *prometheus.CounterVec
 }
 
 // NewMetrics registers the intake metrics with reg (nil: not registered, for tests).
@@ -21,14 +22,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 				"invalid, refused (by the authorization policy), rate_limited (INTAKE_RATE), too_many_open (INTAKE_MAX_OPEN), " +
 				"conflict, unauthorized, unavailable, too_large, unsupported_media_type, bad_body, error.",
 		}, []string{"outcome"}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "approvalbot_api_decisions_total",
+			Help: "Calls of the decision API (POST /v1/requests/{id}/answers, comments, submit, reject), by action and " +
+				"result: recorded, unchanged (repeated the current state), refused (by the Core: audited), " +
+				"unauthorized (401, or 403 for an agent without a grant), invalid (a bad body), not_found, unavailable, error.",
+		}, []string{"action", "result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests)
+		reg.MustRegister(m.requests, m.decisions)
 	}
 	return m
 }
 
 func (m *Metrics) intake(outcome string) { m.requests.WithLabelValues(outcome).Inc() }
+
+func (m *Metrics) decision(action, result string) { m.decisions.WithLabelValues(action, result).Inc() }
 
 // deliveryMetrics are the callback deliverer's Prometheus metrics.
 type deliveryMetrics struct {

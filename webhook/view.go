@@ -31,6 +31,10 @@ type requestView struct {
 	// Escalation is where the request was escalated, and why a step could
 	// not be, once an escalation step has run.
 	Escalation *escalationView `json:"escalation,omitempty"`
+	// Answers are the answers given so far, one per decision, in the
+	// response's shape (aah.AnswersSoFar); on GET of one request while it is
+	// open (once closed, Response holds them).
+	Answers []aah.DecisionAnswer `json:"answers,omitempty"`
 }
 
 // escalationView is the outcome of a request's escalation steps.
@@ -188,4 +192,17 @@ func (a *API) list(w http.ResponseWriter, r *http.Request, agent string) {
 	}
 	out.Links.Self = r.URL.RequestURI()
 	writeJSON(w, http.StatusOK, out)
+}
+
+// detailOf is the view of one request: with, while it is open, the answers
+// given so far. A document that no longer parses shows none (it still
+// shows as sent, in Request).
+func detailOf(rec store.Record) requestView {
+	v := viewOf(rec)
+	if rec.Status.Open() {
+		if req, err := rec.Request(); err == nil {
+			v.Answers = aah.AnswersSoFar(req, rec.Answers)
+		}
+	}
+	return v
 }
