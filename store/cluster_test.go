@@ -217,9 +217,9 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 		t.Logf("checked %d script calls of %d distinct scripts and %d transactions", total, len(calls), txs)
 		// claimJobs, ackJob, retryJob, buryJob, takePaceSlot, holdPace, setFields,
 		// reserveOpen, settleOpen, seedOpen, and retention's scheduleOnce,
-		// deleteRetained, trimChain, markExported.
-		if len(calls) < 14 {
-			t.Errorf("only %d distinct scripts ran through the hook; want all 14", len(calls))
+		// deleteRetained, trimChain, markExported, setFence.
+		if len(calls) < 15 {
+			t.Errorf("only %d distinct scripts ran through the hook; want all 15", len(calls))
 		}
 		if txs == 0 {
 			t.Error("no MULTI/EXEC transaction ran through the hook")

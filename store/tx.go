@@ -153,7 +153,7 @@ func (s *Store) setFence(ctx context.Context, id string, at time.Time) (string, 
 		return "", ErrWriteDeadline
 	}
 	key := s.keys.fence(shardOf(id), uuid.NewString())
-	if err := s.rdb.Do(ctx, "SET", key, "1", "PXAT", at.UnixMilli()).Err(); err != nil {
+	if err := setFence.Run(ctx, s.rdb, []string{key}, at.UnixMilli()).Err(); err != nil {
 		return "", fmt.Errorf("store: update %s: set the write fence: %w", id, err)
 	}
 	return key, nil
