@@ -102,7 +102,7 @@ func changeEvents(rec Record, ch *Change) []pendingEvent {
 			}
 		}
 		if !ch.WithdrawnAt.IsZero() {
-			d["withdrawn_at"] = ch.WithdrawnAt.UTC()
+			d["withdrawn_at"] = ch.WithdrawnAt.UTC().Truncate(time.Millisecond) // as stored
 		}
 		out = append(out, pendingEvent{string(ch.Status), d})
 	}

@@ -60,6 +60,10 @@ type EventHub struct {
 	n      int
 	closed bool
 	done   chan struct{}
+	// ready is closed once the hub knows where each shard's stream is:
+	// a stream registers only then, so every event after what it read
+	// itself reaches it.
+	ready chan struct{}
 }
 
 // eventSub is one open stream's mailbox. lagged is closed when the hub had
@@ -86,7 +90,8 @@ func NewEventHub(ctx context.Context, src EventSource, changes <-chan string, op
 	if opts.Buffer <= 0 {
 		opts.Buffer = 256
 	}
-	h := &EventHub{src: src, opts: opts, log: opts.Logger, byAgt: map[string]map[*eventSub]struct{}{}, done: make(chan struct{})}
+	h := &EventHub{src: src, opts: opts, log: opts.Logger, byAgt: map[string]map[*eventSub]struct{}{},
+		done: make(chan struct{}), ready: make(chan struct{})}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -111,6 +116,7 @@ func (h *EventHub) run(ctx context.Context, changes <-chan string) {
 		tails, err := h.src.EventTails(ctx)
 		if err == nil {
 			pos = tails
+			close(h.ready)
 			break
 		}
 		h.log.WarnContext(ctx, "events: read stream tails", "err", err)
@@ -197,9 +203,17 @@ func (h *EventHub) fanOut(e store.Event) {
 }
 
 // subscribe registers a stream for agent's events (of one request when
-// request is not ""). Register before reading what was missed: then every
-// event is either read or delivered, or both (and deduplicated).
-func (h *EventHub) subscribe(agent, request string) (*eventSub, error) {
+// request is not ""), once the hub is ready (or ctx ends). Register before
+// reading what was missed: then every event is either read or delivered,
+// or both (and deduplicated).
+func (h *EventHub) subscribe(ctx context.Context, agent, request string) (*eventSub, error) {
+	select {
+	case <-h.ready:
+	case <-h.done:
+		return nil, errHubClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {

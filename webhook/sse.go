@@ -213,11 +213,16 @@ func (a *API) eventsEnabled(w http.ResponseWriter) bool {
 // down, or (a request's stream) the request's final event is sent.
 func (a *API) serveEvents(w http.ResponseWriter, r *http.Request, s *eventStream) {
 	hub := a.opts.Events
-	sub, err := hub.subscribe(s.agent, s.request)
+	ctx, cancel := context.WithTimeout(r.Context(), a.opts.StoreTimeout)
+	sub, err := hub.subscribe(ctx, s.agent, s.request)
+	cancel()
 	if err != nil {
 		w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
 		msg := "the server is shutting down; reconnect with Last-Event-ID"
-		if errors.Is(err, ErrTooManyStreams) {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			msg = "the event streams cannot be read yet: the store (Redis) did not answer in time; retry after Retry-After"
+		case errors.Is(err, ErrTooManyStreams):
 			msg = fmt.Sprintf("too many open event streams on this server (EVENTS_MAX_STREAMS=%d); retry after Retry-After", hub.opts.MaxStreams)
 		}
 		writeError(w, http.StatusServiceUnavailable, msg)
@@ -304,7 +309,7 @@ func (a *API) serveEvents(w http.ResponseWriter, r *http.Request, s *eventStream
 		case <-sub.lagged:
 			// The hub dropped this slow stream: register again, then read
 			// what it missed from Redis.
-			next, err := hub.subscribe(s.agent, s.request)
+			next, err := hub.subscribe(r.Context(), s.agent, s.request)
 			if err != nil {
 				return
 			}

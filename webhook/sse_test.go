@@ -323,3 +323,29 @@ func TestAgentEventStreamBurst(t *testing.T) {
 		t.Errorf("an extra event: %+v", ev)
 	}
 }
+
+// failingEvents is an event source whose Redis never answers.
+type failingEvents struct{}
+
+func (failingEvents) EventsAfter(context.Context, int, string, int64) ([]store.Event, error) {
+	return nil, errors.New("redis down")
+}
+func (failingEvents) EventTails(context.Context) ([]string, error) {
+	return nil, errors.New("redis down")
+}
+
+// Until the hub knows where the streams are (Redis down at start), a
+// stream is refused with 503 and Retry-After rather than opened with a gap.
+func TestEventStreamBeforeTheHubIsReady(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	hub := webhook.NewEventHub(ctx, failingEvents{}, make(chan string), webhook.EventHubOptions{Poll: 10 * time.Millisecond})
+	a := e.api(func(o *webhook.Options) { o.Events, o.StoreTimeout = hub, 100*time.Millisecond })
+	_, err := sseclient.Open(context.Background(), a.srv.Client(), a.srv.URL+"/v1/events", tokenPM, "")
+	var se *sseclient.StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusServiceUnavailable || se.Header.Get("Retry-After") == "" {
+		t.Errorf("stream before the hub is ready: %v, want 503 with Retry-After", err)
+	}
+}
