@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ func TestProgressEvents(t *testing.T) {
 			t.Run("Lifecycle", func(t *testing.T) { testEventsLifecycle(t, b) })
 			t.Run("Atomic", func(t *testing.T) { testEventsAtomic(t, b) })
 			t.Run("TrimByAge", func(t *testing.T) { testEventsTrim(t, b) })
+			t.Run("Kinds", func(t *testing.T) { testEventKinds(t, b) })
 		})
 	}
 }
@@ -204,4 +206,61 @@ func requestIDs(evs []store.Event) []string {
 		out = append(out, e.RequestID)
 	}
 	return out
+}
+
+// testEventKinds: escalation and reminders as the core audits them, an
+// expiry carrying its response, and a withdrawal by the core; a large
+// response is linked, not inlined.
+func testEventKinds(t *testing.T, b backend) {
+	f := newFixture(t, b)
+	ids := idsInShard("evt-kinds", 7, 3)
+	for _, id := range ids {
+		f.mustCreate(t, newReq(id, "agent-a"))
+	}
+	update := func(id string, ch *store.Change) {
+		t.Helper()
+		if _, err := f.s.Update(f.ctx, id, func(store.Record) (*store.Change, error) { return ch, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(ids[0], &store.Change{Status: aah.StatusEscalated, Bump: true, Escalation: &store.Escalation{Step: 0, To: []string{"U9"}},
+		Audit: []store.AuditEvent{{Event: "escalated", Actor: "system", Data: map[string]any{"step": 0, "targets": []string{"U9"}}}}})
+	update(ids[0], &store.Change{RemindersDone: 1,
+		Audit: []store.AuditEvent{{Event: "reminded", Actor: "system", Data: map[string]any{"n": 1, "recipients": []string{"U9"}}}}})
+	big := []byte(`{"pad":"` + strings.Repeat("x", store.MaxInlineEventBytes) + `"}`)
+	update(ids[0], &store.Change{Status: aah.StatusExpired, Bump: true, Resolution: &store.Resolution{Response: big, At: f.clk.Now()},
+		Audit: []store.AuditEvent{{Event: "deadline_passed", Actor: "system"}}})
+	update(ids[1], &store.Change{Status: aah.StatusExpired, Bump: true, Resolution: &store.Resolution{Response: []byte(`{"small":1}`), At: f.clk.Now()},
+		Audit: []store.AuditEvent{{Event: "deadline_passed", Actor: "system"}}})
+	f.mustWithdraw(t, ids[2])
+	if _, err := f.withdraw(ids[2]); !errors.Is(err, store.ErrNotOpen) { // refused: no second event
+		t.Fatalf("second withdrawal: %v, want ErrNotOpen", err)
+	}
+	byReq := map[string][]store.Event{}
+	for _, e := range f.shardEvents(t, 7) {
+		byReq[e.RequestID] = append(byReq[e.RequestID], e)
+	}
+	want := map[string][]string{
+		ids[0]: {store.EventInputRequested, store.EventEscalated, store.EventReminded, store.EventExpired},
+		ids[1]: {store.EventInputRequested, store.EventExpired},
+		ids[2]: {store.EventInputRequested, store.EventWithdrawn},
+	}
+	for id, types := range want {
+		if got := eventTypes(byReq[id]); fmt.Sprint(got) != fmt.Sprint(types) {
+			t.Errorf("%s: events %v, want %v", id, got, types)
+		}
+	}
+	if len(byReq) != len(want) {
+		t.Errorf("events of %d requests, want %d", len(byReq), len(want))
+	}
+	esc := string(byReq[ids[0]][1].Data)
+	if !strings.Contains(esc, `"targets":["U9"]`) {
+		t.Errorf("escalated data = %s", esc)
+	}
+	if d := string(byReq[ids[0]][3].Data); strings.Contains(d, `"response":`) || !strings.Contains(d, `"response_link":"/v1/requests/`+ids[0]+`"`) {
+		t.Errorf("a large response inline: %.200s", d)
+	}
+	if d := string(byReq[ids[1]][1].Data); !strings.Contains(d, `"response":{"small":1}`) {
+		t.Errorf("expired data = %s, want the response", d)
+	}
 }
