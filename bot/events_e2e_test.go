@@ -64,6 +64,9 @@ func testEventsAcrossReplicas(t *testing.T, h1 *harness) {
 	h1.startJobs()
 	h2 := newHarnessOn(t, h1.rdb, h1.prefix, h1.emu)
 	agentStream := h2.openEvents("/v1/events", "")
+	if n := metricValue(t, h2.reg, "approvalbot_event_streams", nil); n != 1 {
+		t.Errorf("approvalbot_event_streams = %v with one stream open, want 1", n)
+	}
 
 	id := h1.postAndWait(exampleWith(t, "events-e2e", func(doc map[string]any) {
 		doc["extensions"] = map[string]any{"slack": map[string]any{"reviewers": []string{alice.id, bob.id}}}

@@ -188,6 +188,9 @@ func NewService(d Deps) (*Service, error) {
 		d.Logger.Warn("INTAKE_TOKENS is not set: intake ACCEPTS UNAUTHENTICATED requests (local mode only); " +
 			"they belong to agent \"" + webhook.AnonymousAgent + "\"")
 	}
+	d.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "approvalbot_event_streams",
+		Help: "Progress event streams (SSE) open on this process; at EVENTS_MAX_STREAMS new ones get 503."},
+		func() float64 { return float64(events.Len()) }))
 	d.Registry.MustRegister(NewOutboxCollector(d.Store), NewOpenRequestsCollector(d.Store, d.Logger.With("component", "metrics")),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.RetentionPeriod() > 0 {
