@@ -124,6 +124,9 @@ type eventStream struct {
 	pos     cursor
 	fresh   bool // no resume point: start at the streams' tails
 	closed  bool // the request was closed already (request streams)
+	// sinceMS (request streams) is when the request was received: older
+	// events of its id are an earlier request's, deleted by retention.
+	sinceMS int64
 }
 
 func (s *eventStream) id(e store.Event) string {
@@ -134,7 +137,12 @@ func (s *eventStream) id(e store.Event) string {
 }
 
 func (s *eventStream) wants(e store.Event) bool {
-	return e.Agent == s.agent && (s.request == "" || e.RequestID == s.request)
+	if s.request != "" {
+		if ms, _ := splitID(e.ID); e.RequestID != s.request || ms < s.sinceMS {
+			return false
+		}
+	}
+	return e.Agent == s.agent
 }
 
 // lastEventID is the resume point a client sent.
@@ -166,7 +174,8 @@ func (a *API) requestEvents(w http.ResponseWriter, r *http.Request, agent string
 		a.failed(w, r, "get request", err)
 		return
 	}
-	s := &eventStream{agent: agent, request: id, shards: []int{store.ShardOf(id)}, pos: startCursor(), closed: !rec.Status.Open()}
+	s := &eventStream{agent: agent, request: id, shards: []int{store.ShardOf(id)}, pos: startCursor(), closed: !rec.Status.Open(),
+		sinceMS: rec.ReceivedAt.UnixMilli()}
 	if v := lastEventID(r); v != "" {
 		if c, ok := parseCursor(v); ok {
 			s.pos[s.shards[0]] = c[s.shards[0]]

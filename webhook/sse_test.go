@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -347,5 +348,31 @@ func TestEventStreamBeforeTheHubIsReady(t *testing.T) {
 	var se *sseclient.StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusServiceUnavailable || se.Header.Get("Retry-After") == "" {
 		t.Errorf("stream before the hub is ready: %v, want 503 with Retry-After", err)
+	}
+}
+
+// A request id used again after retention deleted its request: the new
+// request's stream does not replay the deleted one's events.
+func TestRequestEventStreamOfAReusedID(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	e := newEnvWithClock(t, clock)
+	a, _, _ := e.eventsAPI(webhook.EventHubOptions{})
+	e.create("ev-reused", "")
+	e.withdrawAs(t, "ev-reused")
+	// What the retention sweep leaves of it: nothing under its key.
+	mustNil(t, e.rdb.Del(context.Background(), fmt.Sprintf("%s:{s%02d}:req:ev-reused", e.prefix, store.ShardOf("ev-reused"))).Err())
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	e.create("ev-reused", "")
+	s := a.open("/v1/requests/ev-reused/events", tokenPM, "")
+	if ev := next(t, s); ev.Type != store.EventInputRequested || !ev.At.Equal(clock().Truncate(time.Millisecond)) {
+		t.Fatalf("first event %+v, want the new request's input:requested", ev)
+	}
+	if ev, ok := s.Next(200 * time.Millisecond); ok {
+		t.Errorf("an event of the deleted request: %+v", ev)
 	}
 }
