@@ -68,6 +68,11 @@ type Config struct {
 	// Retention is how long closed requests, and audit entries already
 	// exported, are kept (bot/retention.go); 0 keeps everything.
 	Retention Retention `envconfig:"RETENTION" default:"0"`
+	// EventsRetention is how long progress events are kept, so a client
+	// can resume a stream (store/progress.go); EventsMaxStreams caps the
+	// event streams one process serves (webhook.EventHub).
+	EventsRetention  time.Duration `envconfig:"EVENTS_RETENTION" default:"24h"`
+	EventsMaxStreams int           `envconfig:"EVENTS_MAX_STREAMS" default:"1000"`
 
 	// Who may decide, workspace-wide (see bot/config_policy.go and the README).
 	AdminUsers            []string      `envconfig:"ADMIN_USERS"`
@@ -283,6 +288,12 @@ func (c *Config) validate() error {
 	c.validateAuthorization(add)
 	c.validateLimits(add)
 	c.validateRetention(add)
+	if c.EventsRetention < time.Minute {
+		add("EVENTS_RETENTION must be at least 1m, got %s: a client resumes an event stream within it", c.EventsRetention)
+	}
+	if c.EventsMaxStreams < 1 {
+		add("EVENTS_MAX_STREAMS must be at least 1, got %d", c.EventsMaxStreams)
+	}
 	c.validatePlaceholders(add)
 	if c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{} ") {
 		add("REDIS_PREFIX must be non-empty without braces or spaces")

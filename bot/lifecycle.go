@@ -81,7 +81,8 @@ const (
 //  1. Socket Mode: the Slack calls its envelopes cause run on the pool the
 //     job runner closes when it ends, so no envelope may arrive after that.
 //  2. Long polls: they answer now with the current state instead of holding
-//     the HTTP shutdown for their whole wait.
+//     the HTTP shutdown for their whole wait; event streams end (clients
+//     resume with Last-Event-ID).
 //  3. The sandbox (local mode): its page's live update streams end, for the
 //     same reason.
 //  4. HTTP: the listener closes and in-flight requests finish, for at most

@@ -10,9 +10,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/approvalbot/approvalbot/bot"
 	"github.com/approvalbot/approvalbot/internal/slackemu"
+	"github.com/approvalbot/approvalbot/internal/sseclient"
 	"github.com/approvalbot/approvalbot/store/redistest"
 	"github.com/slack-go/slack"
 )
@@ -85,9 +87,26 @@ func TestRunStopsComponentsInOrder(t *testing.T) {
 		t.Fatalf("GET /sandbox/ on Run's listener = %d, want the sandbox's %d", resp.StatusCode, http.StatusTeapot)
 	}
 
+	// An open event stream ends at the long polls' step, so the HTTP
+	// shutdown does not wait SHUTDOWN_TIMEOUT for it.
+	stream, err := sseclient.Open(context.Background(), http.DefaultClient, base+"/v1/events", tokenPM, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+
+	stopping := time.Now()
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run after its context ended: %v", err)
+	}
+	select {
+	case <-stream.Done():
+	default:
+		t.Error("an event stream outlived Run")
+	}
+	if took := time.Since(stopping); took >= guard/2 {
+		t.Errorf("Run took %s to stop: the HTTP shutdown waited for an event stream", took)
 	}
 	want := []string{bot.StepSocketMode, bot.StepLongPolls, bot.StepSandbox, bot.StepHTTP, bot.StepJobs}
 	if got := logs.stopped(); !slices.Equal(got, want) {

@@ -67,6 +67,9 @@ type Deps struct {
 	// RetentionInterval overrides how often each shard's retention sweep
 	// runs when RETENTION is set (default 1h).
 	RetentionInterval time.Duration
+	// EventsHeartbeat overrides how often an idle event stream sends a
+	// heartbeat comment (default 15s).
+	EventsHeartbeat time.Duration
 }
 
 // Sandbox is what the service needs of local mode's browser sandbox: it is
@@ -165,11 +168,14 @@ func NewService(d Deps) (*Service, error) {
 			return nil, err
 		}
 	}
-	// One change subscription per process wakes every long poll.
+	// One change subscription per process wakes every long poll, and
+	// another the reader of the event streams (both end with Close).
 	changesCtx, stopChanges := context.WithCancel(context.Background())
+	events := webhook.NewEventHub(changesCtx, d.Store, d.Store.SubscribeChanges(changesCtx), webhook.EventHubOptions{
+		MaxStreams: cfg.EventsMaxStreams, Heartbeat: d.EventsHeartbeat, Logger: d.Logger.With("component", "events")})
 	api, err := webhook.New(webhook.Options{
-		Waiters: webhook.NewWaiters(d.Store.SubscribeChanges(changesCtx)),
-		Store:   d.Store, Lifecycle: decider, Tokens: cfg.Tokens(), Limits: cfg.Limits(), AllowAnonymous: cfg.LocalMode(),
+		Waiters: webhook.NewWaiters(d.Store.SubscribeChanges(changesCtx)), Events: events,
+		Store: d.Store, Lifecycle: decider, Tokens: cfg.Tokens(), Limits: cfg.Limits(), AllowAnonymous: cfg.LocalMode(),
 		Decisions: decider, Reviewers: cfg.Reviewers(), AgentApprovers: cfg.AgentApproverGrants(), Decided: slackHandlers.Decided,
 		Names:          directory,
 		DefaultChannel: cfg.SlackDefaultChannel, MaxBodyBytes: cfg.IntakeMaxBodyBytes, Now: d.Now,
@@ -184,6 +190,9 @@ func NewService(d Deps) (*Service, error) {
 		d.Logger.Warn("INTAKE_TOKENS is not set: intake ACCEPTS UNAUTHENTICATED requests (local mode only); " +
 			"they belong to agent \"" + webhook.AnonymousAgent + "\"")
 	}
+	d.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "approvalbot_event_streams",
+		Help: "Progress event streams (SSE) open on this process; at EVENTS_MAX_STREAMS new ones get 503."},
+		func() float64 { return float64(events.Len()) }))
 	d.Registry.MustRegister(NewOutboxCollector(d.Store), NewOpenRequestsCollector(d.Store, d.Logger.With("component", "metrics")),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.RetentionPeriod() > 0 {
@@ -220,9 +229,11 @@ func NewService(d Deps) (*Service, error) {
 	return svc, nil
 }
 
-// Close releases long polls (they answer with the current state) so the HTTP
-// server can shut down without waiting for them; Run calls it before the
-// HTTP shutdown. Callers that serve Handler themselves call it likewise.
+// Close releases long polls (they answer with the current state) and ends
+// the event streams (clients resume with Last-Event-ID, here or on another
+// replica) so the HTTP server can shut down without waiting for them; Run
+// calls it before the HTTP shutdown. Callers that serve Handler themselves
+// call it likewise.
 func (s *Service) Close() { s.stopChanges() }
 
 // Handler is the service's HTTP handler.

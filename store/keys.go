@@ -45,6 +45,10 @@ const Shards = 16
 //	                                           next sweep goes on in each closed status index (scan_offset:<st>)
 //	<p>:{sNN}:deliveries:<id>          list    callback delivery attempts (JSON), oldest first, capped
 //	<p>:{sNN}:homepub:<user id>        string  when the user's last Home publish was scheduled (ms), for a window
+//	<p>:{sNN}:events                   stream  the shard's progress events (progress.go): request_id, agent,
+//	                                           type, at (ms), data (JSON); ids "<ms>-<seq>" of the store's
+//	                                           clock, written with the change they describe, trimmed to
+//	                                           EVENTS_RETENTION as entries are added
 //	<p>:{sNN}:copies:<id>              hash    the request's other Slack messages (reminder and escalation
 //	                                           copies): attempts, first attempt ms and recorded copy, per effect
 //	<p>:{sNN}:fence:<uuid>             string  a write deadline (WriteBy): exists until then, WATCHed by
@@ -65,7 +69,8 @@ const Shards = 16
 //	<p>:chanid:<channel name>          string  the channel id Slack reported for a channel configured by name
 //	<p>:hold:<Slack method>            string  exists while no process may call that Slack method (after a 429)
 //	<p>:answered:<user id>             list    request ids the user answered lately, newest first, capped
-//	<p>:changes                        pub/sub ids of requests that changed (wakes long polls)
+//	<p>:changes                        pub/sub ids of requests that changed or were created (wakes long
+//	                                           polls and the event streams' reader)
 //
 // <p> is the configurable prefix (default "ab"); sNN is the shard, 00..15.
 type keys struct {
@@ -185,5 +190,7 @@ func (k keys) deliveries(id string) string { return k.slot(shardOf(id)) + ":deli
 func (k keys) homePublish(user string) string { return k.slot(shardOf(user)) + ":homepub:" + user }
 
 func (k keys) copies(id string) string { return k.slot(shardOf(id)) + ":copies:" + id }
+
+func (k keys) events(shard int) string { return k.slot(shard) + ":events" }
 
 func (k keys) changes() string { return k.prefix + ":changes" }

@@ -178,7 +178,7 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	writeBy, fenced := ctx.Value(writeByKey{}).(time.Time)
 	_, storedOnly := ctx.Value(storedOnlyKey{}).(bool)
 	for range 200 {
-		watched := []string{reqKey, headKey}
+		watched := []string{reqKey, headKey, s.keys.events(shard)}
 		var fenceKey string
 		if fenced {
 			if fenceKey, err = s.setFence(ctx, n.ID, writeBy); err != nil {
@@ -213,6 +213,10 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 			if err != nil && !errors.Is(err, redis.Nil) {
 				return err
 			}
+			lastEvent, err := s.lastEventID(ctx, tx, shard)
+			if err != nil {
+				return err
+			}
 			now := s.now()
 			ms := now.UnixMilli()
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -231,6 +235,7 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 					"audit_head": reqHead.String(), gseq0Field: strconv.FormatInt(parseHead(head).seq+1, 10)}
 				p.HSet(ctx, reqKey, fields)
 				rec = decodeRecord(fields) // exactly what Get will read back
+				s.queueEvents(ctx, p, rec, lastEvent, now, createEvents(n))
 				p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobPost, n.ID)})
 				if s.homeJobs {
 					p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobHome, n.ID)})
@@ -253,6 +258,7 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 		}, watched...)
 		switch {
 		case err == nil:
+			s.publishChange(ctx, n.ID) // wakes the event streams' reader
 			return rec, true, nil
 		case errors.Is(err, ErrWriteDeadline), errors.Is(err, ErrNotFound):
 			return Record{}, false, err

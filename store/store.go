@@ -49,6 +49,9 @@ type Options struct {
 	// still never undercounts, but each closed request stays counted until
 	// a reconcile at the cap removes it.
 	OpenCounts bool
+	// EventsRetention is how long progress events are kept (progress.go);
+	// default DefaultEventsRetention.
+	EventsRetention time.Duration
 }
 
 // Store is approvalbot's Redis state. It is safe for concurrent use.
@@ -62,6 +65,8 @@ type Store struct {
 	homeJobs bool
 	// openCounts: see Options.OpenCounts.
 	openCounts bool
+	// eventsRetention: see Options.EventsRetention.
+	eventsRetention time.Duration
 }
 
 // New returns a Store over rdb, which may be a standalone, Sentinel or
@@ -79,6 +84,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Store, error) {
 
 		homeJobs:   opts.HomeJobs,
 		openCounts: opts.OpenCounts,
+
+		eventsRetention: cmp.Or(opts.EventsRetention, DefaultEventsRetention),
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -34,12 +34,15 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 		return Record{}, ErrNotFound
 	}
 	reqKey, headKey := s.keys.request(id), s.keys.auditShardHead(shardOf(id))
+	// The shard's event stream is watched too: the ids of the events a
+	// change writes follow the newest one read here.
+	eventsKey := s.keys.events(shardOf(id))
 	writeBy, fenced := ctx.Value(writeByKey{}).(time.Time)
 	for attempt := range 200 {
 		var out Record
 		var quiet, execSent, closed bool
 		var agent string
-		watched := []string{reqKey, headKey}
+		watched := []string{reqKey, headKey, eventsKey}
 		var fenceKey string
 		if fenced {
 			var err error
@@ -80,9 +83,18 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 			}
 			quiet = ch.auditOnly() || ch.Quiet
 			closed, agent = ch.Status != "" && !ch.Status.Open() && rec.Status.Open(), rec.Agent
+			events := changeEvents(rec, ch)
+			lastEvent := ""
+			if len(events) > 0 {
+				if lastEvent, err = s.lastEventID(ctx, tx, shardOf(id)); err != nil {
+					return err
+				}
+				quiet = false // the event streams' reader is woken
+			}
 			execSent = true
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				s.queueChange(ctx, p, rec, parseHead(h["audit_head"]), parseHead(head), ch)
+				s.queueEvents(ctx, p, rec, lastEvent, s.now(), events)
 				return nil
 			})
 			return err

@@ -96,6 +96,9 @@ type Options struct {
 	// Waiters wakes long polls (GET /v1/requests/{id}?wait=30s) when their
 	// request changes. Without it, wait is ignored and GET answers at once.
 	Waiters *Waiters
+	// Events serves the progress event streams (GET /v1/events, GET
+	// /v1/requests/{id}/events); without it they answer 404.
+	Events  *EventHub
 	Metrics *Metrics
 	Logger  *slog.Logger
 	Now     func() time.Time
@@ -153,6 +156,8 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/requests/{id}/redeliver", a.authenticated(a.bounded(a.redeliver)))
 	mux.HandleFunc("GET /v1/requests/{id}/audit", a.authenticated(a.bounded(a.audit)))
 	a.registerDecisions(mux)
+	mux.HandleFunc("GET /v1/requests/{id}/events", a.authenticated(a.requestEvents))
+	mux.HandleFunc("GET /v1/events", a.authenticated(a.agentEvents))
 }
 
 // bounded runs h under a deadline of StoreTimeout from now: Redis work that
@@ -206,11 +211,16 @@ func (a *API) owned(w http.ResponseWriter, r *http.Request, agent string) (store
 	return rec, true
 }
 
-// get is GET /v1/requests/{id}[?wait=30s]. With wait (and Waiters), an
-// open request is answered as soon as it leaves the open states (resolved,
-// expired, withdrawn), or when the wait is over, with its state then.
+// get is GET /v1/requests/{id}[?wait=30s[&until=change[&since=…]]]. With
+// wait (and Waiters), an open request is answered as soon as it leaves the
+// open states (resolved, expired, withdrawn), or with until=change as soon
+// as it changes (longPoll), or when the wait is over, with its state then.
 func (a *API) get(w http.ResponseWriter, r *http.Request, agent string) {
 	wait, ok := parseWait(w, r)
+	if !ok {
+		return
+	}
+	poll, ok := parseLongPoll(w, r)
 	if !ok {
 		return
 	}
@@ -220,9 +230,9 @@ func (a *API) get(w http.ResponseWriter, r *http.Request, agent string) {
 	if !ok {
 		return
 	}
-	if wait > 0 && a.opts.Waiters != nil && rec.Status.Open() {
+	if done := poll.done(rec); wait > 0 && a.opts.Waiters != nil && !done(rec) {
 		var err error
-		if rec, err = a.awaitClosed(w, r, rec.ID, wait); err != nil {
+		if rec, err = a.awaitUntil(w, r, rec.ID, wait, done); err != nil {
 			if r.Context().Err() == nil {
 				a.failed(w, r, "get request", err)
 			}

@@ -100,10 +100,11 @@ func (w *Waiters) register(id string) (woken <-chan struct{}, cancel func(), ok 
 	}, true
 }
 
-// awaitClosed waits up to wait for request id to leave the open states and
-// returns its state then. It registers before each read, so a change that
-// lands between the read and the wait still wakes it (no lost wake-up).
-func (a *API) awaitClosed(w http.ResponseWriter, r *http.Request, id string, wait time.Duration) (store.Record, error) {
+// awaitUntil waits up to wait for request id to be done (to leave the open
+// states, or to change: see longPoll) and returns its state then. It
+// registers before each read, so a change that lands between the read and
+// the wait still wakes it (no lost wake-up).
+func (a *API) awaitUntil(w http.ResponseWriter, r *http.Request, id string, wait time.Duration, done func(store.Record) bool) (store.Record, error) {
 	ctx := r.Context()
 	// The server's WriteTimeout may be shorter than a long poll.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + 15*time.Second))
@@ -112,7 +113,7 @@ func (a *API) awaitClosed(w http.ResponseWriter, r *http.Request, id string, wai
 	for {
 		woken, cancel, ok := a.opts.Waiters.register(id)
 		rec, err := a.getBounded(ctx, id)
-		if err != nil || !rec.Status.Open() || !ok {
+		if err != nil || done(rec) || !ok {
 			cancel()
 			return rec, err
 		}
