@@ -181,6 +181,10 @@ func TestQuorumHalfByAPIHalfBySlack(t *testing.T) {
 				withResponseURL(agent.srv.URL+"/d")))
 			h.openHome(alice, "Ev0APIQ1", nil)
 			h.waitHome(alice, "listed the request", func(ht homeTab) bool { return len(ht.waiting) == 1 })
+			events := h.openEvents("/v1/requests/"+id+"/events", "")
+			if ev := nextEvent(t, events); ev.Type != "input:requested" {
+				t.Fatalf("first event %s, want input:requested", ev.Type)
+			}
 
 			r := h.decide(id, "answers", reviewerTokens[alice.id], `{"answers": {"ship": true}, "comment": "Looks good"}`)
 			if r.Status != 200 || r.json(t)["changed"] != true || r.json(t)["resolved"] != false {
@@ -219,6 +223,18 @@ func TestQuorumHalfByAPIHalfBySlack(t *testing.T) {
 			m, _ := h.emu.Message(channel, ts)
 			if strings.Contains(string(m.Blocks), `"type":"actions"`) {
 				t.Errorf("the resolved message still has controls:\n%s", slackemu.RenderText(m.Blocks))
+			}
+			// The agent watching the request saw both answers as they
+			// came, the API's as the click's, then the resolution.
+			for _, want := range []struct{ typ, actor string }{{"input:received", "human:" + alice.id},
+				{"input:received", "human:" + bob.id}, {"resolved", ""}} {
+				ev := nextEvent(t, events)
+				var data struct {
+					Actor string `json:"actor"`
+				}
+				if err := json.Unmarshal(ev.Data, &data); err != nil || ev.Type != want.typ || data.Actor != want.actor {
+					t.Errorf("event %s by %q (%v), want %s by %q", ev.Type, data.Actor, err, want.typ, want.actor)
+				}
 			}
 		})
 	}
