@@ -45,7 +45,7 @@ func nextEvent(t *testing.T, s *sseclient.Stream) streamed {
 }
 
 // An agent watches a request on one replica while a reviewer clicks on
-// another; the agent's connection drops mid-request, its replica restarts,
+// another (and a third replica streams it too); the agent's connection drops mid-request, its replica restarts,
 // and the agent resumes with Last-Event-ID on the other replica: it has
 // received every event of the request exactly once, in order, ending with
 // resolved carrying the response. On real Redis and on local mode's
@@ -64,6 +64,9 @@ func testEventsAcrossReplicas(t *testing.T, h1 *harness) {
 	h1.startJobs()
 	h2 := newHarnessOn(t, h1.rdb, h1.prefix, h1.emu)
 	agentStream := h2.openEvents("/v1/events", "")
+	// A third replica's stream stays connected throughout.
+	h3 := newHarnessOn(t, h1.rdb, h1.prefix, h1.emu)
+	third := h3.openEvents("/v1/events", "")
 	if n := metricValue(t, h2.reg, "approvalbot_event_streams", nil); n != 1 {
 		t.Errorf("approvalbot_event_streams = %v with one stream open, want 1", n)
 	}
@@ -115,6 +118,14 @@ func testEventsAcrossReplicas(t *testing.T, h1 *harness) {
 	}
 	if err := json.Unmarshal(got[len(got)-1].Data, &final); err != nil || final.Response.Artifact.Type != "decision/response" {
 		t.Errorf("resolved data = %s (%v): want the response", got[len(got)-1].Data, err)
+	}
+	// The third replica streamed the same events, once each.
+	var thirdTypes []string
+	for len(thirdTypes) == 0 || thirdTypes[len(thirdTypes)-1] != store.EventResolved {
+		thirdTypes = append(thirdTypes, nextEvent(t, third).Type)
+	}
+	if fmt.Sprint(thirdTypes) != fmt.Sprint(want) {
+		t.Errorf("the third replica streamed %v; want %v", thirdTypes, want)
 	}
 	// The request's own stream, on either replica, replays its history
 	// and ends after resolved.
