@@ -111,6 +111,18 @@ func TestEventCallbacksEndToEnd(t *testing.T) {
 				!jsonEqual(t, final.Data.Response, decision.body) {
 				t.Errorf("resolved carries %s; want the decision response %s", final.Data.Response, decision.body)
 			}
+			// GET shows how far the events went, once the last is recorded.
+			var cb map[string]any
+			for deadline := time.Now().Add(guard); ; {
+				cb, _ = h.get(id)["events_callback"].(map[string]any)
+				if cb["delivered_through"] == final.ID || time.Now().After(deadline) {
+					break
+				}
+				h.waitIdle()
+			}
+			if cb["delivered_through"] != final.ID || cb["state"] != "active" || cb["url"] != events.srv.URL+"/events" {
+				t.Errorf("events_callback = %v; want active, delivered through %s", cb, final.ID)
+			}
 		})
 	}
 }
