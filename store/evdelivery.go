@@ -31,14 +31,16 @@ const (
 // its delivery got. Fields of the request hash: events_url, events_types
 // (JSON list; absent: every type), events_cursor (the stream id of the last
 // event settled: delivered, or skipped as not subscribed), events_state,
-// events_attempts (failed attempts at the next event), events_error,
-// events_next_ms.
+// events_attempts (failed attempts at events_failing, the event being
+// retried), events_error, events_next_ms.
 type EventsState struct {
-	URL           string
-	Types         []string
-	Cursor        string
-	State         string
+	URL    string
+	Types  []string
+	Cursor string
+	State  string
+	// Attempts counts the failed attempts at event Failing.
 	Attempts      int
+	Failing       string
 	LastError     string
 	NextAttemptAt time.Time
 }
@@ -58,7 +60,7 @@ func decodeEventsState(h map[string]string) EventsState {
 	num := func(f string) int64 { n, _ := strconv.ParseInt(h[f], 10, 64); return n }
 	return EventsState{
 		URL: h["events_url"], Types: decodeTimers(h["events_types"]), Cursor: h["events_cursor"],
-		State: h["events_state"], Attempts: int(num("events_attempts")), LastError: h["events_error"],
+		State: h["events_state"], Attempts: int(num("events_attempts")), Failing: h["events_failing"], LastError: h["events_error"],
 		NextAttemptAt: fromMs(num("events_next_ms")),
 	}
 }
@@ -157,12 +159,13 @@ func (s *Store) RecordEventAttempt(ctx context.Context, id string, a EventAttemp
 		switch state {
 		case EventsActive:
 			ch.set["events_cursor"] = a.EventID
-			ch.del = []string{"events_state", "events_attempts", "events_error", "events_next_ms"}
+			ch.del = []string{"events_state", "events_attempts", "events_failing", "events_error", "events_next_ms"}
 			if more {
 				ch.Jobs = []JobAt{{ID: job, At: s.now()}}
 			}
 		case EventsRetrying:
 			ch.set["events_state"], ch.set["events_attempts"], ch.set["events_error"] = state, a.Attempt, a.Error
+			ch.set["events_failing"] = a.EventID
 			ch.set["events_next_ms"] = a.NextAttemptAt.UnixMilli()
 			ch.Jobs = []JobAt{{ID: job, At: *a.NextAttemptAt}}
 		case EventsGone, EventsDead:

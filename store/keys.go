@@ -18,7 +18,8 @@ const Shards = 16
 //
 //	<p>:{sNN}:req:<id>                 hash    one request (fields in record.go; the event callback's,
 //	                                           events_url, events_types, events_cursor, events_state,
-//	                                           events_attempts, events_error, events_next_ms, in evdelivery.go)
+//	                                           events_attempts, events_failing, events_error, events_next_ms,
+//	                                           in evdelivery.go)
 //	<p>:{sNN}:idx:status:<status>      zset    request ids by status, score = received ms
 //	<p>:{sNN}:idx:agent:<agent>:all    zset    an agent's request ids, score = received ms
 //	<p>:{sNN}:idx:agent:<agent>:<st>   zset    an agent's request ids in one status
