@@ -129,6 +129,8 @@ func TestEventCallbacksInOrderWithRetries(t *testing.T) {
 	}
 
 	var delivered []eventPost
+	mu.Lock()
+	defer mu.Unlock()
 	for i, h := range rc.got() {
 		if err := verifyIndependently(e.secret, h.Header, h.Body); err != nil {
 			t.Errorf("POST %d: %v", i+1, err)
