@@ -237,6 +237,7 @@ func (p *parser) request(root node) *Request {
 	r.OnDeadline = DeadlineExpire
 	if ext := root.field("extensions"); p.object(ext, false) {
 		p.slackHints(ext.field("slack"), r)
+		p.eventSubscription(ext.field("events"), r)
 		if od := ext.field("on_deadline"); !od.absent() {
 			switch a := DeadlineAction(p.str(od, true)); a {
 			case DeadlineExpire, DeadlineApplyDefaults, DeadlineReject, DeadlineApprove:

@@ -81,6 +81,9 @@ type Request struct {
 	// OnDeadline is extensions.on_deadline: what happens when the deadline
 	// passes with the request still open (default DeadlineExpire).
 	OnDeadline DeadlineAction `json:"-"`
+	// Events is extensions.events: a callback the request's progress
+	// events are POSTed to; nil when the agent subscribed none.
+	Events *EventSubscription `json:"-"`
 }
 
 // DeadlineAction is the timeout action applied at the deadline.

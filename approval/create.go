@@ -71,6 +71,7 @@ func (c *Core) Create(ctx context.Context, s Submission) (rec store.Record, crea
 		Timers:      Timers(req, c.now(), c.reminders, c.timerKinds),
 		Reviewers:   namedUserIDs(req),
 		Deadline:    req.EffectiveDeadline(),
+		Events:      req.Events,
 	})
 	if err != nil {
 		return store.Record{}, false, fmt.Errorf("create request %s: %w", req.Artifact.ID, err)

@@ -144,6 +144,9 @@ func NewService(d Deps) (*Service, error) {
 		return nil, err
 	}
 	jobHandlers[store.JobDeliver] = deliverer
+	if jobHandlers[store.JobEvents], err = webhook.NewEventDeliverer(deliverer, d.Store, d.Registry); err != nil {
+		return nil, err
+	}
 	jobHandlers[store.JobExpire] = deadlineJob{decider: decider, log: d.Logger.With("component", "deadline")}
 	// Registered with retention off too: a sweep scheduled while it was on
 	// then ends instead of being dead-lettered.

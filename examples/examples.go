@@ -38,6 +38,9 @@ type Options struct {
 	// Morgan as reviewers, two approvals, a reason for every rejection,
 	// legal sign-off by Alice, and Riley as the requester.
 	SignOff bool
+	// EventsURL subscribes the request's progress events
+	// (extensions.events.url) when set.
+	EventsURL string
 	// Token is the intake bearer token (INTAKE_TOKENS); local mode needs none.
 	Token string
 }
@@ -48,7 +51,7 @@ func ParseArgs(args []string, errOut io.Writer) (Options, error) {
 	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: go run ./examples/submit [-id ID] [-response-url URL] [-signoff] [-bot URL] [-token T]\n\n"+
+		fmt.Fprintln(errOut, "usage: go run ./examples/submit [-id ID] [-response-url URL] [-events-url URL] [-signoff] [-bot URL] [-token T]\n\n"+
 			"Submits seed 000's example request (examples/marketing-strategy.json) to a running approvalbot,\n"+
 			"with created_at moved to now and its deadlines kept 31h after it, as in the seed.")
 		fs.PrintDefaults()
@@ -56,6 +59,7 @@ func ParseArgs(args []string, errOut io.Writer) (Options, error) {
 	fs.StringVar(&o.BotURL, "bot", "http://localhost:8080", "the bot's base URL")
 	fs.StringVar(&o.ID, "id", "", "artifact.id (default: the file's, aah_decision_abc123)")
 	fs.StringVar(&o.ResponseURL, "response-url", "", "handoff.response_url: where the decision response goes (default: none, poll for it)")
+	fs.StringVar(&o.EventsURL, "events-url", "", "extensions.events.url: where the request's progress events are POSTed (default: none)")
 	fs.BoolVar(&o.SignOff, "signoff", false, "add the README's sign-off rules (extensions.slack)")
 	fs.StringVar(&o.Token, "token", "", "intake bearer token (not needed in local mode)")
 	if err := fs.Parse(args); err != nil {
@@ -112,6 +116,14 @@ func Request(now time.Time, o Options) ([]byte, error) {
 			"required_roles": []any{map[string]any{"role": "legal", "members": []string{"alice@example.com"}}},
 			"requested_by":   "requester@example.com",
 		}}
+	}
+	if o.EventsURL != "" {
+		ext, _ := doc["extensions"].(map[string]any)
+		if ext == nil {
+			ext = map[string]any{}
+			doc["extensions"] = ext
+		}
+		ext["events"] = map[string]any{"url": o.EventsURL}
 	}
 	out, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {

@@ -97,6 +97,16 @@ func TestRecipeOptions(t *testing.T) {
 			t.Errorf("the sign-off example lacks %s:\n%s", want, raw)
 		}
 	}
+	o.EventsURL = "http://localhost:9000/events"
+	if raw, err = examples.Request(now, o); err != nil {
+		t.Fatal(err)
+	}
+	if req, err = aah.Parse(raw, aah.ParseOptions{Now: now, AllowInsecureCallbacks: true}); err != nil {
+		t.Fatalf("the events example is refused: %v", err)
+	}
+	if req.Events == nil || req.Events.URL != o.EventsURL || req.Slack.Quorum != 2 {
+		t.Errorf("events %+v, quorum %d: want the subscription beside the sign-off rules", req.Events, req.Slack.Quorum)
+	}
 	if _, err := examples.ParseArgs([]string{"stray"}, &bytes.Buffer{}); err == nil {
 		t.Error("a stray argument was accepted")
 	}

@@ -16,7 +16,10 @@ const Shards = 16
 
 // This file builds every Redis key approvalbot uses; nothing else formats one.
 //
-//	<p>:{sNN}:req:<id>                 hash    one request (fields in record.go)
+//	<p>:{sNN}:req:<id>                 hash    one request (fields in record.go; the event callback's,
+//	                                           events_url, events_types, events_cursor, events_state,
+//	                                           events_attempts, events_failing, events_error, events_next_ms,
+//	                                           in evdelivery.go)
 //	<p>:{sNN}:idx:status:<status>      zset    request ids by status, score = received ms
 //	<p>:{sNN}:idx:agent:<agent>:all    zset    an agent's request ids, score = received ms
 //	<p>:{sNN}:idx:agent:<agent>:<st>   zset    an agent's request ids in one status
@@ -25,7 +28,8 @@ const Shards = 16
 //	<p>:{sNN}:idx:reviewer:<user id>   zset    open request ids naming that Slack user as reviewer (named by id,
 //	                                           resolved from an email, or escalated to), score = received ms
 //	<p>:{sNN}:idx:deadline             zset    open request ids with a deadline, score = effective deadline ms
-//	<p>:{sNN}:jobs:due                 zset    job id -> due time (ms)
+//	<p>:{sNN}:jobs:due                 zset    job id -> due time (ms); "evdeliver:<id>" is a request's
+//	                                           event callback job (evdelivery.go)
 //	<p>:{sNN}:jobs:inflight            zset    job id -> lease expiry (ms)
 //	<p>:{sNN}:jobs:lease               hash    job id -> lease token of the current claim
 //	<p>:{sNN}:jobs:attempts            hash    job id -> attempts so far

@@ -161,6 +161,7 @@ func (s *Store) queueEvents(ctx context.Context, p redis.Pipeliner, rec Record, 
 			"request_id", rec.ID, "agent", rec.Agent, "type", e.typ,
 			"at", strconv.FormatInt(now.UnixMilli(), 10), "data", mustJSON(e.data)}})
 	}
+	s.queueEventsJob(ctx, p, rec, now, evs)
 }
 
 // parseStreamID splits "<ms>-<seq>"; anything else is 0-0.

@@ -31,6 +31,8 @@ type NewRequest struct {
 	// Deadline is the effective deadline, zero when none; it indexes the
 	// request for "overdue" listings.
 	Deadline time.Time
+	// Events is the request's event callback (extensions.events), or nil.
+	Events *aah.EventSubscription
 }
 
 // Record is a stored request and everything known about it since.
@@ -59,6 +61,8 @@ type Record struct {
 	Mentions []string
 	Slack    SlackState
 	Delivery DeliveryState
+	// Events is the event callback subscription and its delivery.
+	Events EventsState
 	// Timers lists the ids of the request's timed jobs still to cancel
 	// when it closes.
 	Timers []string
@@ -233,6 +237,7 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 					"doc": string(n.Document), "hash": n.BodyHash, "channel": n.Channel, "response_url": n.ResponseURL,
 					"version": "1", "received_ms": strconv.FormatInt(ms, 10), "updated_ms": strconv.FormatInt(ms, 10),
 					"audit_head": reqHead.String(), gseq0Field: strconv.FormatInt(parseHead(head).seq+1, 10)}
+				createEventsFields(n.Events, lastEvent, fields)
 				p.HSet(ctx, reqKey, fields)
 				rec = decodeRecord(fields) // exactly what Get will read back
 				s.queueEvents(ctx, p, rec, lastEvent, now, createEvents(n))
@@ -344,6 +349,7 @@ func decodeRecord(h map[string]string) Record {
 			CopyTried:       h["copy_tried"] == "1",
 		},
 		Delivery: decodeDelivery(h),
+		Events:   decodeEventsState(h),
 	}
 	if r := h["response"]; r != "" {
 		rec.Response = json.RawMessage(r)

@@ -75,7 +75,7 @@ var closedStatuses = []aah.Status{aah.StatusResolved, aah.StatusExpired, aah.Sta
 
 // retainedJobKinds are the jobs of a request that keep it: while one is
 // due or running (a delivery of its response, above all) it is not deleted.
-var retainedJobKinds = []string{JobDeliver, JobPost, JobSync, JobCopies, JobSweep, JobHome}
+var retainedJobKinds = []string{JobDeliver, JobPost, JobSync, JobCopies, JobSweep, JobHome, JobEvents}
 
 // Sweep applies retention to one shard: it deletes the closed requests
 // whose close is older than Retention and whose every audit entry the

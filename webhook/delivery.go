@@ -192,12 +192,13 @@ func (d *Deliverer) Handle(ctx context.Context, job store.Job) error {
 	}
 	n := rec.Delivery.Attempts + 1
 	round := n - rec.Delivery.RoundStart // attempts in this round (a redelivery starts a new one)
-	res := d.attempt(ctx, rec)
+	res := d.attempt(ctx, rec.ResponseURL, cmp.Or(rec.Delivery.WebhookID, "msg_"+rec.ID), rec.Response)
 	if res.abandoned != nil {
 		// The runner is shutting down mid attempt: store nothing; the job
 		// runs again (here or in another process), as the same attempt.
 		return fmt.Errorf("deliver %s: attempt %d abandoned: %w", rec.ID, n, res.abandoned)
 	}
+	d.metrics.duration.Observe(res.duration.Seconds())
 	a := store.DeliveryAttempt{N: n, At: res.at.UTC(), URL: rec.ResponseURL, Status: res.status,
 		Error: res.err, DurationMs: res.duration.Milliseconds(), Gen: rec.Delivery.Gen}
 	state, outcome := d.settle(res, round, &a)
@@ -273,29 +274,25 @@ type attemptResult struct {
 	abandoned  error // the caller's context ended: no outcome to record
 }
 
-func (d *Deliverer) attempt(ctx context.Context, rec store.Record) (res attemptResult) {
+// attempt POSTs body to target, signed as message msgID (the Standard
+// Webhooks id, the same on every retry of one message).
+func (d *Deliverer) attempt(ctx context.Context, target, msgID string, body []byte) (res attemptResult) {
 	res.at = d.now()
 	start := time.Now()
-	defer func() {
-		res.duration = time.Since(start)
-		if res.abandoned == nil {
-			d.metrics.duration.Observe(res.duration.Seconds())
-		}
-	}()
-	if reason := d.finalRefusal(ctx, rec.ResponseURL); reason != "" {
+	defer func() { res.duration = time.Since(start) }()
+	if reason := d.finalRefusal(ctx, target); reason != "" {
 		res.refused, res.final, res.err = true, true, reason
 		return res
 	}
-	msgID := cmp.Or(rec.Delivery.WebhookID, "msg_"+rec.ID)
 	ts := time.Unix(res.at.Unix(), 0)
-	sig, err := d.wh.Sign(msgID, ts, rec.Response)
+	sig, err := d.wh.Sign(msgID, ts, body)
 	if err != nil {
 		res.err = "sign: " + err.Error()
 		return res
 	}
 	actx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, rec.ResponseURL, bytes.NewReader(rec.Response))
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		res.refused, res.final, res.err = true, true, "refused: invalid response_url; never permitted, not retried"
 		return res

@@ -28,6 +28,9 @@ type requestView struct {
 	// Callback is the delivery of Response to handoff.response_url; absent
 	// when the request has none (the agent polls).
 	Callback *callbackView `json:"callback,omitempty"`
+	// EventsCallback is the delivery of the request's progress events to
+	// extensions.events.url; absent when it subscribed none.
+	EventsCallback *eventsCallbackView `json:"events_callback,omitempty"`
 	// Escalation is where the request was escalated, and why a step could
 	// not be, once an escalation step has run.
 	Escalation *escalationView `json:"escalation,omitempty"`
@@ -85,6 +88,40 @@ func callbackOf(rec store.Record) *callbackView {
 	return c
 }
 
+// eventsCallbackView says where the delivery of a request's events stands.
+type eventsCallbackView struct {
+	URL   string   `json:"url"`
+	Types []string `json:"types,omitempty"` // absent: every type
+	// State is "active" (delivering, or waiting for the next event),
+	// "retrying" (the event after delivered_through failed; see
+	// next_attempt_at), "gone" (the agent answered 410: unsubscribed) or
+	// "dead" (an event's attempts ran out: no more are sent).
+	State string `json:"state"`
+	// DeliveredThrough is the id of the last event delivered (or skipped as
+	// not subscribed); the stream's tail before the request's first event
+	// until then.
+	DeliveredThrough string     `json:"delivered_through"`
+	AttemptCount     int        `json:"attempt_count"` // failed attempts at the next event
+	LastError        string     `json:"last_error,omitempty"`
+	NextAttemptAt    *time.Time `json:"next_attempt_at,omitempty"`
+}
+
+func eventsCallbackOf(rec store.Record) *eventsCallbackView {
+	e := rec.Events
+	if e.URL == "" {
+		return nil
+	}
+	v := &eventsCallbackView{URL: e.URL, Types: e.Types, State: e.State, DeliveredThrough: e.Cursor,
+		AttemptCount: e.Attempts, LastError: e.LastError}
+	if v.State == store.EventsActive {
+		v.State = "active"
+	}
+	if e.State == store.EventsRetrying && !e.NextAttemptAt.IsZero() {
+		v.NextAttemptAt = &e.NextAttemptAt
+	}
+	return v
+}
+
 // slackView says where the request's message is, or why it is not there.
 type slackView struct {
 	// State is "queued" (not yet posted), "posted", "retrying" (a post
@@ -105,6 +142,8 @@ func viewOf(rec store.Record) requestView {
 		Links:    links{Self: selfLink(rec.ID)},
 		Request:  rec.Document,
 		Callback: callbackOf(rec),
+
+		EventsCallback: eventsCallbackOf(rec),
 		Slack: slackView{
 			Channel: rec.Channel, TS: rec.Slack.TS, Permalink: rec.Slack.Permalink,
 			Error: rec.Slack.Error,

@@ -1,10 +1,12 @@
 // Command receiver is an agent's callback endpoint for trying approvalbot
-// locally: it prints every decision response it receives and whether its
-// Standard Webhooks signature verifies.
+// locally: it prints every decision response (and progress event, see
+// extensions.events) it receives and whether its Standard Webhooks signature
+// verifies.
 //
 //	go run ./examples/receiver            # listens on :9000
 //
-// Point a request's handoff.response_url at http://localhost:9000/decisions.
+// Point a request's handoff.response_url at http://localhost:9000/decisions,
+// and its extensions.events.url at http://localhost:9000/events.
 // It verifies with CALLBACK_SECRET, or local mode's public default.
 package main
 
