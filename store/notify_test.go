@@ -67,3 +67,25 @@ func TestNotifyJobs(t *testing.T) {
 		})
 	}
 }
+
+// Everyone who answered or signed off is in the request's Home audience,
+// reviewer or not: their "answered" entry shows its status.
+func TestHomeAudienceIncludesAnswerers(t *testing.T) {
+	t.Parallel()
+	rec := store.Record{IndexedReviewers: []string{"U0ALICE"}, Mentions: []string{"<@U0BOB>"},
+		Answers: map[string]aah.Answer{
+			"d1": {DecisionID: "d1", Value: true, By: aah.Person{ID: "U0ADMIN"}},
+			"d2": {DecisionID: "d2", Value: true, By: aah.Person{ID: "U0AGENTUSER", Agent: "deploy-gate"},
+				Signoffs: []aah.Signoff{{By: aah.Person{ID: "U0SIGNER"}}}},
+			"d3": {DecisionID: "d3", Value: "x", Defaulted: true},
+		}}
+	got := rec.HomeAudience()
+	for _, want := range []string{"U0ALICE", "U0BOB", "U0ADMIN", "U0AGENTUSER", "U0SIGNER"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("HomeAudience() = %v, lacks %s", got, want)
+		}
+	}
+	if slices.Contains(got, "") {
+		t.Errorf("HomeAudience() = %v has an empty user", got)
+	}
+}
