@@ -288,3 +288,32 @@ func TestRequesterNoticeTwoReplicasLeaveOne(t *testing.T) {
 	first.waitDrained()
 	oneNotice(t, second, id, slackemu.UserRequester, "was withdrawn by the agent")
 }
+
+// Local mode's embedded store carries the DM's exactly-once protocol as
+// real Redis does: a lost answer is adopted, not repeated.
+func TestRequesterNoticeOnBothStores(t *testing.T) {
+	t.Parallel()
+	for _, backend := range storeBackends {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			h := newHarnessOnStore(t, backend, withNotify)
+			h.startJobs()
+			id := h.postAndWait(requested(t, "notify-"+backend, "requester@example.com", nil))
+			h.waitIdle()
+			h.emu.InjectFailAfterEffect("chat.postMessage", 0, 1) // the connection drops after Slack posted it
+			if r := h.do(http.MethodDelete, "/v1/requests/"+id, tokenPM, "", nil); r.Status != http.StatusOK {
+				t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+			}
+			eventually(t, "the DM recorded", func() bool {
+				copies, err := h.store.Copies(ctxTimeout(t, guard), id)
+				for _, c := range copies {
+					if err == nil && c.Effect == "notify:requester:"+slackemu.UserRequester && c.Copy != nil && c.Copy.TS != "" {
+						return true
+					}
+				}
+				return false
+			})
+			oneNotice(t, h, id, slackemu.UserRequester, "was withdrawn by the agent")
+		})
+	}
+}
