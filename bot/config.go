@@ -97,6 +97,9 @@ type Config struct {
 
 	ReminderInterval time.Duration `envconfig:"REMINDER_INTERVAL" default:"4h"`
 	ReminderMax      int           `envconfig:"REMINDER_MAX" default:"3"`
+	// NotifyRequester DMs a request's requester how it ended (resolved,
+	// expired, withdrawn): store.Options.NotifyJobs.
+	NotifyRequester bool `envconfig:"NOTIFY_REQUESTER" default:"true"`
 
 	// WorkerConcurrency is how many jobs one process runs at once. Jobs
 	// mostly wait on Slack (I/O), and Slack's limits are kept by per-channel

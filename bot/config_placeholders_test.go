@@ -24,6 +24,8 @@ var exampleSettings = map[string]bool{
 	"REVIEWER_TOKENS": true, "AGENT_APPROVERS": true,
 	// Retention: the example's value is the default, keep everything.
 	"RETENTION": true,
+	// Telling requesters: the example's value is the default.
+	"NOTIFY_REQUESTER": true,
 }
 
 // Commented-out assignments ("# SLACK_APP_TOKEN=…") count: uncommenting one

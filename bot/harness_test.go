@@ -109,7 +109,7 @@ func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *s
 		o(&cfg, &deps)
 	}
 	st, err := store.New(rdb, store.Options{Prefix: prefix, Now: deps.Now, HomeJobs: true,
-		OpenCounts: cfg.Limits().CapsOpen()})
+		NotifyJobs: cfg.NotifyRequester, OpenCounts: cfg.Limits().CapsOpen()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -197,8 +197,8 @@ func (h copiesJob) Handle(ctx context.Context, j store.Job) error {
 	}
 	for _, cs := range copies {
 		c := cs.Copy
-		if c == nil || c.Final {
-			continue
+		if c == nil || c.Final || isNotifyEffect(c.Effect) {
+			continue // a requester's DM is final as sent
 		}
 		text, blks := h.closedCopy(req, rec, c.Effect)
 		_, _, _, err := h.slack.UpdateMessageContext(ctx, c.Channel, c.TS, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blks...))

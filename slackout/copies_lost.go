@@ -22,7 +22,9 @@ import (
 func (h copiesJob) adoptLost(ctx context.Context, rec store.Record, copies []store.CopyState) (bool, error) {
 	adopted := false
 	for _, cs := range copies {
-		if cs.Copy != nil || cs.Attempts == 0 {
+		if cs.Copy != nil || cs.Attempts == 0 || isNotifyEffect(cs.Effect) {
+			// A requester's DM is looked for by its own job's retries
+			// (closing the request does not cancel it).
 			continue
 		}
 		dest, ok := copyDestination(rec, cs.Effect)

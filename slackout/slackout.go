@@ -46,7 +46,7 @@ type Store interface {
 	TakePaceSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error)
 	HoldChannel(ctx context.Context, channel string, d time.Duration) error
 
-	// Reminder and escalation copies, each exactly once.
+	// Reminder, escalation and requester copies, each exactly once.
 	BeginCopy(ctx context.Context, id, effect string) (store.Attempt, error)
 	AbandonCopy(ctx context.Context, id, effect string) error
 	RecordCopy(ctx context.Context, id string, c store.Copy, sweepAt time.Time) (winner store.Copy, won bool, err error)
@@ -136,6 +136,9 @@ func Handlers(opts Options) (map[string]jobs.Handler, error) {
 		if opts.Directory != nil {
 			out[store.JobEscalate] = escalationJob{timers.with(log, "escalation")}
 		}
+		// Without Directory, requesters named by email are audited as
+		// unresolved.
+		out[store.JobNotify] = notifyJob{timers.with(log, "notify")}
 	}
 	if opts.Homes != nil {
 		out[store.JobHomePublish] = homePublishJob{store: opts.Store, homes: opts.Homes,

@@ -38,7 +38,7 @@ func (h sweepJob) Handle(ctx context.Context, j store.Job) error {
 		}
 	}
 	for _, c := range copies {
-		if c.Copy == nil || c.Attempts < 2 {
+		if c.Copy == nil || c.Copy.TS == "" || c.Attempts < 2 {
 			continue
 		}
 		if err := h.sweep(ctx, rec.ID, c.Effect, c.Copy.Channel, c.Copy.ThreadTS, c.Copy.TS, c.FirstAt); err != nil {

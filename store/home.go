@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -152,4 +154,29 @@ func (s *Store) ScheduleHomePublish(ctx context.Context, users []string, window 
 		}
 	}
 	return nil
+}
+
+// HomeAudience is everyone whose Home tab may list the request: its
+// reviewers (named, resolved from emails, escalated to), the people its
+// message mentions, and everyone who answered or signed off (an admin, or
+// a user an agent decided for through the API, lists it among the
+// requests they answered without reviewing it).
+func (r Record) HomeAudience() []string {
+	users := slices.Concat(r.IndexedReviewers, r.EscalatedTo)
+	for _, m := range r.Mentions { // "<@U123>"
+		if id, ok := strings.CutPrefix(m, "<@"); ok && strings.HasSuffix(id, ">") {
+			users = append(users, strings.TrimSuffix(id, ">"))
+		}
+	}
+	for _, a := range r.Answers {
+		if a.By.ID != "" {
+			users = append(users, a.By.ID)
+		}
+		for _, s := range a.Signoffs {
+			if s.By.ID != "" {
+				users = append(users, s.By.ID)
+			}
+		}
+	}
+	return users
 }

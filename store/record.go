@@ -521,16 +521,3 @@ func (s *Store) set(ctx context.Context, id, op string, fieldValues ...any) erro
 	}
 	return nil
 }
-
-// HomeAudience is everyone whose Home tab may list the request: its
-// reviewers (named, resolved from emails, escalated to) and the people its
-// message mentions.
-func (r Record) HomeAudience() []string {
-	users := slices.Concat(r.IndexedReviewers, r.EscalatedTo)
-	for _, m := range r.Mentions { // "<@U123>"
-		if id, ok := strings.CutPrefix(m, "<@"); ok && strings.HasSuffix(id, ">") {
-			users = append(users, strings.TrimSuffix(id, ">"))
-		}
-	}
-	return users
-}

@@ -43,6 +43,11 @@ import (
 const (
 	JobSweep  = "sweep"
 	JobCopies = "copies"
+	// JobNotify ("notify:<id>") tells a closed request's requester how it
+	// ended, by DM: one copy effect "notify:requester:<user>". The store
+	// schedules it in the transaction that closes the request
+	// (Options.NotifyJobs).
+	JobNotify = "notify"
 )
 
 // PostEffect names the request's own message among its effects.
@@ -76,6 +81,10 @@ type Copy struct {
 	// Final means the copy shows the closed request (or cannot be
 	// updated): it is not touched again.
 	Final bool `json:"final,omitempty"`
+	// Failed is why the copy could not be sent (a recipient who cannot be
+	// resolved or DM'd): recorded in its place, fenced like a copy, so it
+	// is given up on, and audited, once. It has no Channel or TS.
+	Failed string `json:"failed,omitempty"`
 }
 
 // CopyState is everything stored about one effect.

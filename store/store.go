@@ -43,6 +43,11 @@ type Options struct {
 	// new reviewers: the changes that move it in or out of someone's App
 	// Home tab. Set it where a job runner handles JobHome (the bot).
 	HomeJobs bool
+	// NotifyJobs schedules a JobNotify job, in the same transaction,
+	// whenever a request closes (resolved, expired, withdrawn): its
+	// requester is told by DM. Set it where a job runner handles JobNotify
+	// (the bot, unless NOTIFY_REQUESTER=false).
+	NotifyJobs bool
 	// OpenCounts removes a request from its agent's count of open requests
 	// (opencap.go) once the change that closed it committed. Set it where
 	// intake caps open requests (INTAKE_MAX_OPEN): without it the count
@@ -63,6 +68,8 @@ type Store struct {
 	hasher  auditHasher
 	// homeJobs: see Options.HomeJobs.
 	homeJobs bool
+	// notifyJobs: see Options.NotifyJobs.
+	notifyJobs bool
 	// openCounts: see Options.OpenCounts.
 	openCounts bool
 	// eventsRetention: see Options.EventsRetention.
@@ -83,6 +90,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Store, error) {
 		hasher:  auditHasher{key: opts.AuditKey},
 
 		homeJobs:   opts.HomeJobs,
+		notifyJobs: opts.NotifyJobs,
 		openCounts: opts.OpenCounts,
 
 		eventsRetention: cmp.Or(opts.EventsRetention, DefaultEventsRetention),

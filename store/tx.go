@@ -223,6 +223,10 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 			ch.Jobs = append(ch.Jobs, JobAt{ID: jobID(JobCopies, rec.ID), At: now})
 		}
 	}
+	if closing && s.notifyJobs {
+		// Its requester is told how it ended (a DM sent once: see JobNotify).
+		ch.Jobs = append(ch.Jobs, JobAt{ID: jobID(JobNotify, rec.ID), At: now})
+	}
 	escalating := ch.Status == aah.StatusEscalated && rec.Status != aah.StatusEscalated
 	newReviewers := false
 	if !closing && rec.Status.Open() {

@@ -55,7 +55,7 @@ func run(ctx context.Context) (err error) {
 	}
 
 	st, err := store.New(rdb, store.Options{Prefix: cfg.RedisPrefix, AuditKey: []byte(cfg.AuditKey), HomeJobs: true,
-		OpenCounts: cfg.Limits().CapsOpen(), EventsRetention: cfg.EventsRetention})
+		NotifyJobs: cfg.NotifyRequester, OpenCounts: cfg.Limits().CapsOpen(), EventsRetention: cfg.EventsRetention})
 	if err != nil {
 		return err
 	}
