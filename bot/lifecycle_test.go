@@ -100,12 +100,15 @@ func TestRunStopsComponentsInOrder(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run after its context ended: %v", err)
 	}
+	took := time.Since(stopping)
+	// Run has returned, so the server has ended the stream; the client
+	// notices when it reads the end, which a busy machine may delay.
 	select {
 	case <-stream.Done():
-	default:
+	case <-time.After(guard):
 		t.Error("an event stream outlived Run")
 	}
-	if took := time.Since(stopping); took >= guard/2 {
+	if took >= guard/2 {
 		t.Errorf("Run took %s to stop: the HTTP shutdown waited for an event stream", took)
 	}
 	want := []string{bot.StepSocketMode, bot.StepLongPolls, bot.StepSandbox, bot.StepHTTP, bot.StepJobs}
