@@ -129,7 +129,13 @@ func createEvents(n NewRequest) []pendingEvent {
 // lastEventID reads the newest entry id of a shard's stream inside a
 // WATCH (the stream is watched): the ids queueEvents gives follow it.
 func (s *Store) lastEventID(ctx context.Context, tx *redis.Tx, shard int) (string, error) {
-	msgs, err := tx.XRevRangeN(ctx, s.keys.events(shard), "+", "-", 1).Result()
+	return newestEventID(tx.XRevRangeN(ctx, s.keys.events(shard), "+", "-", 1))
+}
+
+// newestEventID is the id an XREVRANGE … COUNT 1 of a shard's stream
+// read: "0-0" for an empty stream.
+func newestEventID(cmd *redis.XMessageSliceCmd) (string, error) {
+	msgs, err := cmd.Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", err
 	}

@@ -191,7 +191,22 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 			watched = append(watched, fenceKey)
 		}
 		err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			h, err := tx.HMGet(ctx, reqKey, "hash", "agent").Result()
+			// Everything the create decides on, read in one round trip
+			// (after WATCH, before MULTI: still watched).
+			var hm *redis.SliceCmd
+			var alive *redis.IntCmd
+			var headCmd *redis.StringCmd
+			var newest *redis.XMessageSliceCmd
+			_, _ = tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+				hm = p.HMGet(ctx, reqKey, "hash", "agent")
+				if fenceKey != "" {
+					alive = p.Exists(ctx, fenceKey)
+				}
+				headCmd = p.Get(ctx, headKey)
+				newest = p.XRevRangeN(ctx, s.keys.events(shard), "+", "-", 1)
+				return nil
+			})
+			h, err := hm.Result()
 			if err != nil {
 				return err
 			}
@@ -204,20 +219,20 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 			if storedOnly {
 				return ErrNotFound
 			}
-			if fenceKey != "" {
+			if alive != nil {
 				// Expired before WATCH saw it, the fence could not fail
 				// the EXEC: the time has passed, create nothing.
-				if alive, err := tx.Exists(ctx, fenceKey).Result(); err != nil {
+				if n, err := alive.Result(); err != nil {
 					return err
-				} else if alive == 0 {
+				} else if n == 0 {
 					return ErrWriteDeadline
 				}
 			}
-			head, err := tx.Get(ctx, headKey).Result()
+			head, err := headCmd.Result()
 			if err != nil && !errors.Is(err, redis.Nil) {
 				return err
 			}
-			lastEvent, err := s.lastEventID(ctx, tx, shard)
+			lastEvent, err := newestEventID(newest)
 			if err != nil {
 				return err
 			}

@@ -52,21 +52,34 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 			watched = append(watched, fenceKey)
 		}
 		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			h, err := tx.HGetAll(ctx, reqKey).Result()
+			// What decide reads, in one round trip (after WATCH, before
+			// MULTI: still watched).
+			var all *redis.MapStringStringCmd
+			var headCmd *redis.StringCmd
+			var alive *redis.IntCmd
+			_, _ = tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+				all = p.HGetAll(ctx, reqKey)
+				headCmd = p.Get(ctx, headKey)
+				if fenceKey != "" {
+					alive = p.Exists(ctx, fenceKey)
+				}
+				return nil
+			})
+			h, err := all.Result()
 			if err != nil {
 				return err
 			}
 			if len(h) == 0 {
 				return ErrNotFound
 			}
-			head, err := tx.Get(ctx, headKey).Result()
+			head, err := headCmd.Result()
 			if err != nil && !errors.Is(err, redis.Nil) {
 				return err
 			}
-			if fenceKey != "" {
+			if alive != nil {
 				// Expired before WATCH saw it, the fence could not fail
 				// the EXEC: the deadline has passed, write nothing.
-				if n, err := tx.Exists(ctx, fenceKey).Result(); err != nil {
+				if n, err := alive.Result(); err != nil {
 					return err
 				} else if n == 0 {
 					return ErrWriteDeadline
