@@ -36,6 +36,19 @@ func (d dmSlack) PostMessageContext(ctx context.Context, channel string, opts ..
 	return post()
 }
 
+// losingFirstDMAnswer is a Slack client whose first DM Slack accepts but
+// whose answer is lost (as when the worker dies right after the call);
+// lost records that it happened.
+func losingFirstDMAnswer(emu *slackemu.Server, lost *atomic.Bool) dmSlack {
+	return dmSlack{Client: emuClient(emu), intercept: func(_ context.Context, post func() (string, string, error)) (string, string, error) {
+		ch, ts, err := post()
+		if err == nil && lost.CompareAndSwap(false, true) {
+			return "", "", errors.New("connection reset after Slack accepted the message")
+		}
+		return ch, ts, err
+	}}
+}
+
 // clockedHarness is a harness whose emulator stamps messages on clk, as
 // Slack's clock runs with ours.
 func clockedHarness(t *testing.T, clk *fakeClock, opts ...harnessOption) *harness {
@@ -57,13 +70,7 @@ func TestReminderDMAcceptedButUnrecordedIsNotRepeated(t *testing.T) {
 	var lost atomic.Bool
 	rdb, prefix := redistest.Client(t)
 	emu := slackemu.New(slackemu.Options{Now: clk.Now})
-	api := dmSlack{Client: emuClient(emu), intercept: func(_ context.Context, post func() (string, string, error)) (string, string, error) {
-		ch, ts, err := post()
-		if err == nil && lost.CompareAndSwap(false, true) {
-			return "", "", errors.New("connection reset after Slack accepted the message")
-		}
-		return ch, ts, err
-	}}
+	api := losingFirstDMAnswer(emu, &lost)
 	h := newHarnessOn(t, rdb, prefix, emu, withClock(clk), withSlack(api))
 	h.startJobs()
 	now := clk.Now()
@@ -197,13 +204,7 @@ func TestReminderDMLostThenClosedIsAdoptedAndUpdated(t *testing.T) {
 	var lost atomic.Bool
 	rdb, prefix := redistest.Client(t)
 	emu := slackemu.New(slackemu.Options{Now: clk.Now})
-	api := dmSlack{Client: emuClient(emu), intercept: func(_ context.Context, post func() (string, string, error)) (string, string, error) {
-		ch, ts, err := post()
-		if err == nil && lost.CompareAndSwap(false, true) {
-			return "", "", errors.New("connection reset after Slack accepted the message")
-		}
-		return ch, ts, err
-	}}
+	api := losingFirstDMAnswer(emu, &lost)
 	h := newHarnessOn(t, rdb, prefix, emu, withClock(clk), withSlack(api))
 	h.startJobs()
 	id := h.postAndWait(remindable(t, "remind-lost-closed", "Lost then closed", clk.Now(), []string{"U0ALICE"}, "1h", 1))
