@@ -72,6 +72,8 @@ func (c *Core) Create(ctx context.Context, s Submission) (rec store.Record, crea
 		Reviewers:   namedUserIDs(req),
 		Deadline:    req.EffectiveDeadline(),
 		Events:      req.Events,
+		// Nobody to tell how it ends: closing it schedules no notice.
+		NoRequester: len(req.Requester()) == 0,
 	})
 	if err != nil {
 		return store.Record{}, false, fmt.Errorf("create request %s: %w", req.Artifact.ID, err)

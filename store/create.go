@@ -108,6 +108,9 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 					"doc": string(n.Document), "hash": n.BodyHash, "channel": n.Channel, "response_url": n.ResponseURL,
 					"version": "1", "received_ms": strconv.FormatInt(ms, 10), "updated_ms": strconv.FormatInt(ms, 10),
 					"audit_head": reqHead.String(), gseq0Field: strconv.FormatInt(parseHead(head).seq+1, 10)}
+				if n.NoRequester {
+					fields[noRequesterField] = "1"
+				}
 				createEventsFields(n.Events, lastEvent, fields)
 				p.HSet(ctx, reqKey, fields)
 				rec = decodeRecord(fields) // exactly what Get will read back

@@ -32,6 +32,9 @@ type NewRequest struct {
 	Deadline time.Time
 	// Events is the request's event callback (extensions.events), or nil.
 	Events *aah.EventSubscription
+	// NoRequester: the request names nobody to tell how it ended, so
+	// closing it schedules no JobNotify.
+	NoRequester bool
 }
 
 // Record is a stored request and everything known about it since.
@@ -91,6 +94,9 @@ type Record struct {
 	// RemindersDone is the number of the last reminder completed (audited,
 	// the next one scheduled); 0 before the first.
 	RemindersDone int
+
+	// noRequester: closing it tells nobody (NewRequest.NoRequester).
+	noRequester bool
 }
 
 // ReminderThread is the recipient of a reminder posted as a reply in the
@@ -213,6 +219,8 @@ func decodeRecord(h map[string]string) Record {
 		},
 		Delivery: decodeDelivery(h),
 		Events:   decodeEventsState(h),
+
+		noRequester: h[noRequesterField] == "1",
 	}
 	if r := h["response"]; r != "" {
 		rec.Response = json.RawMessage(r)
@@ -361,6 +369,9 @@ func (s *Store) SetMentions(ctx context.Context, id string, mentions []string, m
 // reviewerIdxField is the request hash field listing the users it is filed
 // under in the reviewer indexes (JSON list).
 const reviewerIdxField = "reviewer_idx"
+
+// noRequesterField marks a request that names no requester (NewRequest.NoRequester).
+const noRequesterField = "no_requester"
 
 // uniqueUsers appends to have the users of add it lacks, keeping order.
 func uniqueUsers(have, add []string) []string {

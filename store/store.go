@@ -43,7 +43,8 @@ type Options struct {
 	// new reviewers: the changes that move it in or out of someone's App
 	// Home tab. Set it where a job runner handles JobHome (the bot).
 	HomeJobs bool
-	// NotifyJobs schedules a JobNotify job, in the same transaction,
+	// NotifyJobs schedules a JobNotify job (unless the request names no
+	// requester: NewRequest.NoRequester), in the same transaction,
 	// whenever a request closes (resolved, expired, withdrawn): its
 	// requester is told by DM. Set it where a job runner handles JobNotify
 	// (the bot, unless NOTIFY_REQUESTER=false).

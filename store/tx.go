@@ -236,7 +236,7 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 			ch.Jobs = append(ch.Jobs, JobAt{ID: jobID(JobCopies, rec.ID), At: now})
 		}
 	}
-	if closing && s.notifyJobs {
+	if closing && s.notifyJobs && !rec.noRequester {
 		// Its requester is told how it ended (a DM sent once: see JobNotify).
 		ch.Jobs = append(ch.Jobs, JobAt{ID: jobID(JobNotify, rec.ID), At: now})
 	}
