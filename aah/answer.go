@@ -57,6 +57,17 @@ type Answer struct {
 	// Signoffs are the verdicts of an approval decision that needs several
 	// (Rules.Gated); Value is what they settle to (Rules.Settle).
 	Signoffs []Signoff `json:"signoffs,omitempty"`
+	// Verb is how the approval was given when it was not a plain approve
+	// or reject: VerbModify (approved with Parameters). Empty otherwise.
+	Verb Verb `json:"verb,omitempty"`
+	// Parameters are the proposed action's parameters as the reviewer
+	// edited them (VerbModify): the whole set, edited and unedited.
+	Parameters map[string]any `json:"parameters,omitempty"`
+	// RejectReason is the reason the reviewer picked from the decision's
+	// reject_reasons; their own words are their comment.
+	RejectReason string `json:"reject_reason,omitempty"`
+	// Grant is the standing approval that answered the decision.
+	Grant *GrantRef `json:"grant,omitempty"`
 }
 
 // Answered reports whether the answer carries a value (not just a comment).

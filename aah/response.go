@@ -55,6 +55,9 @@ type ResponseOptions struct {
 	// Outcome is OutcomeResolved (also when empty) or OutcomeExpired. Any
 	// other value counts as resolved.
 	Outcome string
+	// Directive is set when a reviewer deferred, changed the plan or
+	// aborted: the response carries it and says nothing was decided.
+	Directive *Directive
 }
 
 // Response is a decision/response artifact (spec §4–5). Its JSON encoding,
@@ -86,6 +89,19 @@ type ResponseData struct {
 	Responses     []DecisionAnswer `json:"responses"`
 	OverallStatus string           `json:"overall_status"` // see OverallStatus
 	Summary       string           `json:"summary"`
+	// Directive says the reviewer ended the round with defer, change_plan
+	// or abort rather than answers; absent otherwise.
+	Directive *ResponseDirective `json:"directive,omitempty"`
+}
+
+// ResponseDirective is data.directive: what the agent is told to do instead.
+type ResponseDirective struct {
+	Action      Verb      `json:"action"`                // "defer", "change_plan" or "abort"
+	Guidance    string    `json:"guidance,omitempty"`    // defer
+	Requirement string    `json:"requirement,omitempty"` // change_plan (seed 004)
+	Reason      string    `json:"reason,omitempty"`      // abort
+	DecidedBy   Person    `json:"decided_by"`
+	DecidedAt   time.Time `json:"decided_at"`
 }
 
 // DecisionAnswer is one entry of data.responses: the answer to one decision.
@@ -126,6 +142,18 @@ type DecisionAnswer struct {
 	// Signoffs lists every person's verdict on an approval decision that
 	// needed several sign-offs (quorum or required roles), in signing order.
 	Signoffs []ResponseSignoff `json:"signoffs,omitempty"`
+	// Action is the reviewer's verb for a decision with the review
+	// extension ("approve", "reject", "modify"); absent otherwise.
+	Action Verb `json:"action,omitempty"`
+	// Modified marks an approval given with edited parameters: Parameters
+	// holds the edited set, OriginalParameters what the agent proposed.
+	Modified           bool           `json:"modified,omitempty"`
+	Parameters         map[string]any `json:"parameters,omitempty"`
+	OriginalParameters map[string]any `json:"original_parameters,omitempty"`
+	// RejectReason is the reason picked from the decision's reject_reasons.
+	RejectReason string `json:"reject_reason,omitempty"`
+	// Grant is the standing approval that approved the decision.
+	Grant *GrantRef `json:"grant,omitempty"`
 }
 
 // ResponseSignoff is one person's verdict on an approval decision.

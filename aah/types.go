@@ -149,6 +149,9 @@ type Decision struct {
 	Default     any
 	Options     []Option
 	Constraints Constraints
+	// Review is extensions.decisions.<id>: the proposed action, its risk
+	// and the responses the agent accepts (review.go); nil when absent.
+	Review *Review
 }
 
 // HasDefault reports whether the decision carries a non-null default.
@@ -177,6 +180,10 @@ type Constraints struct {
 	Min     *float64
 	Max     *float64
 	Pattern string // RE2 syntax, anchored by the author if they want it
+	// MinDate and MaxDate bound a date decision's answer (constraints.min
+	// and max given as ISO 8601 dates or date-times); "" is unbounded.
+	MinDate string
+	MaxDate string
 }
 
 // BlockingItem is a task or artifact blocked by the request.
@@ -193,6 +200,9 @@ type Handoff struct {
 	ResponseDeadline time.Time `json:"response_deadline"`
 	Priority         string    `json:"priority,omitempty"`
 	ResponseURL      string    `json:"response_url,omitempty"`
+	// ParentArtifactIDs is handoff.parent_artifact_ids: earlier artifacts
+	// this request follows up (e.g. a request the reviewer deferred).
+	ParentArtifactIDs []string `json:"parent_artifact_ids,omitempty"`
 }
 
 // Lifecycle is the lifecycle section as sent.

@@ -23,6 +23,15 @@ const (
 	// With require_reason, Reject buttons open a modal asking why instead.
 	ActionRejectReason    = "reject_reason"     // approval: button that opens the reject modal
 	ActionRejectAllReason = "reject_all_reason" // batch: the same for every approval decision
+	// The review extension's verbs (aah.Review). ActionModify opens the
+	// modify modal of one approval decision; ActionVerbs is the request's
+	// overflow menu whose option values are the request-level aah.Verb
+	// names (defer, change_plan, escalate, abort), each opening its modal;
+	// ActionApproveSimilar opens the standing-approval modal of an
+	// approval decision that has an action key.
+	ActionModify         = "modify"
+	ActionVerbs          = "verbs"
+	ActionApproveSimilar = "approve_similar"
 )
 
 // RequestScope is the decision id used in block ids of request-wide controls

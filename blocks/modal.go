@@ -16,6 +16,11 @@ const (
 	ModalComment = "ab_comment" // a comment on a decision
 	ModalDetails = "ab_details" // read-only: the full decision
 	ModalReject  = "ab_reject"  // a rejection with its required reason
+	// The review extension's modals (ModalRef.Verb says which directive).
+	ModalModify    = "ab_modify"    // approve with edited parameters
+	ModalDirective = "ab_directive" // defer, change_plan or abort, with its text
+	ModalEscalate  = "ab_escalate"  // hand the request to a person, group or channel
+	ModalGrant     = "ab_grant"     // approve and grant a standing approval
 )
 
 // Block and action ids of the modals' inputs; validation errors name BlockValue.
@@ -36,6 +41,9 @@ type ModalRef struct {
 	// Channel and TS locate the message the modal was opened from, so a
 	// refusal can be shown next to it.
 	Channel string `json:"c,omitempty"`
+	// Verb is the directive a ModalDirective submits (aah.VerbDefer,
+	// VerbChangePlan, VerbAbort).
+	Verb string `json:"v,omitempty"`
 }
 
 // Encode is the private_metadata form (far below Slack's 3000 characters:
