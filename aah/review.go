@@ -164,3 +164,13 @@ type GrantRef struct {
 	// FromRequest is the request whose approval granted it.
 	FromRequest string `json:"from_request,omitempty"`
 }
+
+// Reassignment is an escalation a reviewer made by hand ("escalate" verb),
+// as opposed to a timed data.escalation step: who handed the request to
+// whom, when, and why.
+type Reassignment struct {
+	By   Person    `json:"by"`
+	To   string    `json:"to"` // as given: a Slack user id, user group id, channel id or "#name", or an email
+	At   time.Time `json:"at"`
+	Note string    `json:"note,omitempty"`
+}

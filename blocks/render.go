@@ -33,6 +33,25 @@ type State struct {
 	// Defaults are the workspace's sign-off rules, which the request's
 	// extensions.slack overrides (quorum progress, reasons for rejecting).
 	Defaults aah.Defaults
+	// Directive is the defer, change_plan or abort that closed the request.
+	Directive *aah.Directive
+	// Reassignments are the escalations reviewers made by hand, oldest first.
+	Reassignments []aah.Reassignment
+	// FollowUpOf is the earlier request this one follows up
+	// (handoff.parent_artifact_ids naming a stored request of the same
+	// agent); nil when none.
+	FollowUpOf *FollowUp
+	// GrantMax is the longest standing approval a reviewer may grant
+	// (STANDING_APPROVAL_MAX); 0 offers none ("Approve similar…" hidden).
+	GrantMax time.Duration
+}
+
+// FollowUp is the earlier request a follow-up points to.
+type FollowUp struct {
+	ID        string
+	Title     string
+	Permalink string         // its message; "" when never posted
+	Directive *aah.Directive // how it ended, when a reviewer deferred or re-planned it
 }
 
 // Message is a rendered message: notification text plus blocks.

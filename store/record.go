@@ -94,6 +94,11 @@ type Record struct {
 	// RemindersDone is the number of the last reminder completed (audited,
 	// the next one scheduled); 0 before the first.
 	RemindersDone int
+	// Directive is the defer, change_plan or abort that closed the request
+	// (a reviewer's verb); nil otherwise.
+	Directive *aah.Directive
+	// Reassignments are the escalations reviewers made by hand, oldest first.
+	Reassignments []aah.Reassignment
 
 	// noRequester: closing it tells nobody (NewRequest.NoRequester).
 	noRequester bool
