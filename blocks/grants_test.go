@@ -55,6 +55,7 @@ func TestGrantNotice(t *testing.T) {
 	golden(t, "notice.grant", msg)
 	checkSlackLimits(t, msg)
 	raw, _ := json.Marshal(msg)
+	raw = []byte(strings.NewReplacer(`\u003c`, "<", `\u003e`, ">").Replace(string(raw)))
 	for _, want := range []string{"Scale api to 6 replicas", "deployer", "scale_service", "<@U0ALICE>",
 		fmt.Sprintf("<!date^%d^", grantFixture.ExpiresAt.Unix()), `"action_id":"revoke_grant"`, `"value":"grant_1"`, `"block_id":"ab_grants"`} {
 		if !strings.Contains(string(raw), want) {
