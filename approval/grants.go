@@ -252,3 +252,8 @@ func (c *Core) Grants(ctx context.Context, agent string) ([]store.Grant, error) 
 	}
 	return list, nil
 }
+
+// ActionKey is the kind of action decision d asks to approve, which a
+// standing approval is granted for: its action_key, or its proposed
+// action's tool name; "" when it names none (no standing approval then).
+func ActionKey(d aah.Decision) string { return actionKey(d) }

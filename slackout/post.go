@@ -38,7 +38,9 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
 		return nil
 	}
-	if !rec.Status.Open() {
+	if !rec.Status.Open() && grantRefs(rec, req) == nil {
+		// (A request a standing approval resolved as it arrived is
+		// posted: as a notice, withGrantNotice.)
 		return p.closedBeforeRecorded(ctx, rec)
 	}
 	wait, err := p.opts.Store.TakePaceSlot(ctx, rec.Channel, p.opts.PostInterval)
@@ -92,6 +94,7 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 		}
 	}
 	msg := blocks.Render(req, approval.View(rec, p.opts.Defaults))
+	msg = withGrantNotice(msg, rec, req)
 	mayHaveSent = true
 	channel, ts, err := p.opts.Slack.PostMessageContext(ctx, rec.Channel,
 		slack.MsgOptionText(msg.Text, false),

@@ -31,6 +31,7 @@ func (h syncJob) Handle(ctx context.Context, j store.Job) error {
 		return nil // the post job renders the latest state, or it is current
 	}
 	msg := blocks.Render(req, approval.View(rec, p.opts.Defaults))
+	msg = withGrantNotice(msg, rec, req)
 	_, _, _, err = p.opts.Slack.UpdateMessageContext(ctx, rec.Slack.Channel, rec.Slack.TS,
 		slack.MsgOptionText(msg.Text, false), slack.MsgOptionBlocks(msg.Blocks...))
 	if err != nil {
