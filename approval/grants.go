@@ -31,8 +31,14 @@ import (
 // and the response tell it from the granter's click.
 const ViaGrant = "grant"
 
-// RuleGrant refuses granting or revoking a standing approval.
-const RuleGrant = "grant"
+// Rules of refused standing approvals: RuleGrant, a decision no grant may
+// cover; RuleGranter, a person who may not grant or revoke it;
+// RuleGrantsOff, standing approvals are off (STANDING_APPROVAL_MAX=0).
+const (
+	RuleGrant     = "grant"
+	RuleGranter   = "granter"
+	RuleGrantsOff = "grants_off"
+)
 
 // GrantStore keeps standing approvals; *store.Store implements it.
 type GrantStore interface {
@@ -125,7 +131,7 @@ func (c *Core) checkGrant(ctx context.Context, by aah.Person, d time.Duration, c
 	max := c.GrantMax()
 	switch {
 	case max <= 0:
-		return &Refusal{Reason: "Standing approvals are off in this workspace (STANDING_APPROVAL_MAX=0).", Rule: RuleGrant}
+		return &Refusal{Reason: "Standing approvals are off in this workspace (STANDING_APPROVAL_MAX=0).", Rule: RuleGrantsOff}
 	case d <= 0:
 		return &Refusal{Reason: "Choose for how long to approve similar requests.", Field: "duration", Rule: RuleInvalid}
 	case d > max:
@@ -133,7 +139,7 @@ func (c *Core) checkGrant(ctx context.Context, by aah.Person, d time.Duration, c
 	case utf8.RuneCountInString(comment) > aah.MaxTextLength:
 		return &Refusal{Reason: "A comment holds at most 3000 characters.", Field: "comment", Rule: RuleInvalid}
 	case by.Agent != "":
-		return &Refusal{Reason: "An agent cannot grant standing approvals; a person has to.", Rule: RuleGrant}
+		return &Refusal{Reason: "An agent cannot grant standing approvals; a person has to.", Rule: RuleGranter}
 	}
 	ctx, cancel := context.WithTimeout(ctx, authorizeBudget)
 	defer cancel()
@@ -143,7 +149,7 @@ func (c *Core) checkGrant(ctx context.Context, by aah.Person, d time.Duration, c
 	}
 	if !ok {
 		return &Refusal{Reason: "Only the people this workspace lists in STANDING_APPROVAL_GRANTERS can approve similar " +
-			"requests for a while. You can still approve this one.", Rule: RuleGrant}
+			"requests for a while. You can still approve this one.", Rule: RuleGranter}
 	}
 	return nil
 }
@@ -220,7 +226,7 @@ func (c *Core) RevokeGrant(ctx context.Context, grantID string, by aah.Person) (
 		return g, nil
 	}
 	if by.Agent != "" || (by.ID != g.By.ID && !slices.Contains(c.policy.Admins, by.ID)) {
-		return store.Grant{}, &Refusal{Reason: fmt.Sprintf("Only <@%s>, who granted it, or an admin can revoke this standing approval.", g.By.ID), Rule: RuleGrant}
+		return store.Grant{}, &Refusal{Reason: fmt.Sprintf("Only <@%s>, who granted it, or an admin can revoke this standing approval.", g.By.ID), Rule: RuleGranter}
 	}
 	rev, already, err := c.grants.Store.RevokeGrant(ctx, grantID, aah.Person{ID: by.ID, Name: by.Name})
 	if err != nil {
