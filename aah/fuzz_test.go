@@ -51,6 +51,14 @@ func fuzzSeeds(f *testing.F) {
 		`"content":{"body":{"schema":"aah:decision/request@1.0","data":{"decisions":[{"id":"a","type":"approval","prompt":"P","required":true}],` +
 		`"deadline":"2099-01-01T00:00:00Z","escalation":[{"after":"PT1H","to":"x"},{"after":"2d","to":"y"}]}}},` +
 		`"handoff":{"priority":"urgent","response_url":"https://10.0.0.1/cb"},"extensions":{"slack":{"channel":"#a","reviewers":["U123","a@b.co"]}}}`))
+	// The review extension, date bounds and lineage.
+	f.Add([]byte(`{"aah_version":"0.1","artifact":{"type":"decision/request","title":"T"},"source":{"agent_id":"a"},` +
+		`"content":{"body":{"schema":"aah:decision/request@1.0","data":{"decisions":[{"id":"a","type":"approval","prompt":"P","required":true},` +
+		`{"id":"d","type":"date","prompt":"P","required":false,"constraints":{"min":"2026-03-01","max":"2026-03-02T10:00:00Z"},"default":"2026-03-02"}]}}},` +
+		`"handoff":{"parent_artifact_ids":["aah_1"]},"extensions":{"decisions":{"a":{"proposed_action":{"tool_name":"t","parameters":{"n":2,"s":"x"},"reversible":false},` +
+		`"risk_assessment":{"risk_level":"critical","confidence":0.5},"responses":["approve","modify","abort"],` +
+		`"editable":{"n":{"type":"integer","minimum":1,"maximum":3},"s":{"type":"string","enum":["x","y"]}},"action_key":"t:x"},` +
+		`"d":{"precision":"datetime"}}}}`))
 	for _, s := range []string{``, `{}`, `[]`, `null`, `{"aah_version":"0.1"}]`, `{"a":1} {"a":2}`, `{"aah_version":"2"}`, "\xff", "{\"x\xff\":\"\\ud800\"}"} {
 		f.Add([]byte(s))
 	}
