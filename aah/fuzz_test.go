@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,6 +87,44 @@ func checkTypedDefault(d aah.Decision) error {
 	return nil
 }
 
+// checkReview reports a parsed review that breaks the extension's rules:
+// an approval's verbs on another decision, modify with nothing to edit, an
+// editable parameter whose proposed value is not a valid edit, a parameter
+// set that does not encode.
+func checkReview(d aah.Decision) error {
+	rv := d.Review
+	if rv == nil {
+		return nil
+	}
+	for _, v := range rv.Responses {
+		if (v == aah.VerbApprove || v == aah.VerbReject || v == aah.VerbModify) && d.Type != aah.TypeApproval {
+			return fmt.Errorf("decision %q (%s) accepts %s", d.ID, d.Type, v)
+		}
+	}
+	if slices.Contains(rv.Responses, aah.VerbModify) && (rv.Action == nil || len(rv.Editable) == 0) {
+		return fmt.Errorf("decision %q accepts modify with nothing to edit", d.ID)
+	}
+	if len(rv.Editable) > 0 {
+		current := map[string]any{}
+		for _, e := range rv.Editable {
+			current[e.Name] = rv.Action.Parameters[e.Name]
+		}
+		full, err := aah.CheckParameters(d, current)
+		if err != nil || !reflect.DeepEqual(full, rv.Action.Parameters) {
+			return fmt.Errorf("decision %q: its proposed values are not a valid edit: %v", d.ID, err)
+		}
+	}
+	if rv.Action != nil {
+		if _, err := json.Marshal(rv.Action.Parameters); err != nil {
+			return fmt.Errorf("decision %q: parameters do not encode: %v", d.ID, err)
+		}
+	}
+	if rv.ActionKey != "" && !aah.ValidActionKey(rv.ActionKey) {
+		return fmt.Errorf("decision %q: invalid action key %q", d.ID, rv.ActionKey)
+	}
+	return nil
+}
+
 func FuzzParse(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -145,6 +184,9 @@ func FuzzParse(f *testing.F) {
 			}
 			ids[d.ID] = true
 			if err := checkTypedDefault(d); err != nil {
+				t.Error(err)
+			}
+			if err := checkReview(d); err != nil {
 				t.Error(err)
 			}
 		}

@@ -208,6 +208,8 @@ func TestParseReviewRefused(t *testing.T) {
 		{"action key spaces", reviewWith("action_key", `"scale it"`), one(r1+".action_key", "must be 1-128 characters of letters, digits and _ . : / -")},
 		{"action key empty", reviewWith("action_key", `""`), one(r1+".action_key", "must be 1-128 characters")},
 		{"action key long", reviewWith("action_key", `"`+strings.Repeat("k", 129)+`"`), one(r1+".action_key", "must be 1-128 characters")},
+		{"action key a number", reviewWith("action_key", `7`), one(r1+".action_key", "must be a string, got a number")},
+		{"precision a number", []edit{set("extensions.decisions.d3", js(`{"precision":1}`))}, one("extensions.decisions.d3.precision", "must be a string, got a number")},
 		{"precision on approval", reviewWith("precision", `"datetime"`), one(r1+".precision", "only date decisions take a precision")},
 		{"risk level unknown", reviewWith("risk_assessment.risk_level", `"extreme"`), one(r1+".risk_assessment.risk_level", `must be low, medium, high or critical; got "extreme"`)},
 		{"risk level missing", []edit{set(r1, js(`{"risk_assessment":{"risk_factors":["x"]}}`))}, one(r1+".risk_assessment.risk_level", "is required")},
