@@ -66,11 +66,11 @@ func (p *parser) review(n node, d Decision) *Review {
 	p.editable(n.field("editable"), d, rv)
 	p.rejectReasons(n.field("reject_reasons"), d, rv)
 
+	// Empty or null means absent, as for the document's other optional
+	// strings: the key defaults to the tool name.
 	kn := n.field("action_key")
-	if key := p.str(kn, false); !kn.absent() {
-		if _, isString := kn.v.(string); !isString {
-			// reported by str
-		} else if !ValidActionKey(key) {
+	if key := p.str(kn, false); key != "" {
+		if !ValidActionKey(key) {
 			p.fail(kn, "must be 1-128 characters of letters, digits and _ . : / -, got %q", key)
 		} else {
 			rv.ActionKey = key
@@ -80,9 +80,8 @@ func (p *parser) review(n node, d Decision) *Review {
 	}
 
 	pn := n.field("precision")
-	_, precString := pn.v.(string)
 	switch prec := p.str(pn, false); {
-	case pn.absent() || !precString: // a non-string is reported by str
+	case prec == "": // absent, empty, or not a string (reported by str)
 	case d.Type != TypeDate:
 		p.fail(pn, "only date decisions take a precision")
 	case prec == "datetime":
@@ -200,7 +199,7 @@ func (p *parser) riskAssessment(n node) *RiskAssessment {
 	}
 	ra := &RiskAssessment{}
 	ln := n.field("risk_level")
-	switch lvl := p.str(ln, true); lvl {
+	switch lvl := p.str(ln, false); lvl {
 	case "":
 	case RiskLow, RiskMedium, RiskHigh, RiskCritical:
 		ra.Level = lvl

@@ -109,6 +109,18 @@ func TestParseReviewAccepted(t *testing.T) {
 			}
 		}},
 		{"cost zero", reviewWith("proposed_action.estimated_cost", `0`), nil},
+		// Empty or null means absent, as the schema says of optional strings.
+		{"empty action key defaults", reviewWith("action_key", `""`), func(t *testing.T, d aah.Decision) {
+			if d.ActionKey() != "scale_service" {
+				t.Errorf("ActionKey = %q, want the tool name", d.ActionKey())
+			}
+		}},
+		{"null and empty optional fields", []edit{set(r1, js(`{"proposed_action":null,"risk_assessment":{"risk_level":"","reversibility":null},`+
+			`"responses":null,"editable":null,"reject_reasons":null,"action_key":null,"precision":""}`))}, func(t *testing.T, d aah.Decision) {
+			if d.Review.Action != nil || d.Review.Risk == nil || d.Review.Risk.Level != "" || d.Review.Responses != nil || d.ActionKey() != "" {
+				t.Errorf("review %+v", d.Review)
+			}
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -206,13 +218,11 @@ func TestParseReviewRefused(t *testing.T) {
 		{"reject reason too long", reviewWith("reject_reasons", `["`+strings.Repeat("é", 76)+`"]`), one(r1+".reject_reasons[0]", "is 76 characters long; at most 75")},
 		{"reject reasons empty", reviewWith("reject_reasons", `[]`), one(r1+".reject_reasons", "must list at least one reason")},
 		{"action key spaces", reviewWith("action_key", `"scale it"`), one(r1+".action_key", "must be 1-128 characters of letters, digits and _ . : / -")},
-		{"action key empty", reviewWith("action_key", `""`), one(r1+".action_key", "must be 1-128 characters")},
 		{"action key long", reviewWith("action_key", `"`+strings.Repeat("k", 129)+`"`), one(r1+".action_key", "must be 1-128 characters")},
 		{"action key a number", reviewWith("action_key", `7`), one(r1+".action_key", "must be a string, got a number")},
 		{"precision a number", []edit{set("extensions.decisions.d3", js(`{"precision":1}`))}, one("extensions.decisions.d3.precision", "must be a string, got a number")},
 		{"precision on approval", reviewWith("precision", `"datetime"`), one(r1+".precision", "only date decisions take a precision")},
 		{"risk level unknown", reviewWith("risk_assessment.risk_level", `"extreme"`), one(r1+".risk_assessment.risk_level", `must be low, medium, high or critical; got "extreme"`)},
-		{"risk level missing", []edit{set(r1, js(`{"risk_assessment":{"risk_factors":["x"]}}`))}, one(r1+".risk_assessment.risk_level", "is required")},
 		{"reversibility unknown", reviewWith("risk_assessment.reversibility", `"mostly"`), one(r1+".risk_assessment.reversibility", `must be fully, partially or irreversible; got "mostly"`)},
 		{"confidence over 1", reviewWith("risk_assessment.confidence", `1.01`), one(r1+".risk_assessment.confidence", "must be a number from 0 to 1")},
 		{"confidence negative", reviewWith("risk_assessment.confidence", `-0.1`), one(r1+".risk_assessment.confidence", "must be a number from 0 to 1")},
