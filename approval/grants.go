@@ -92,7 +92,7 @@ func (c *Core) Grant(ctx context.Context, requestID, decisionID string, by aah.P
 		if err := grantable(dec, g.rules); err != nil {
 			return nil, err
 		}
-		agent, key = rec.Agent, actionKey(dec)
+		agent, key = rec.Agent, dec.ActionKey()
 		ch, err := c.answer(rec, req, g, out, cloneAnswers(rec.Answers), by, map[string]any{decisionID: true}, "", nil)
 		if err != nil || ch != nil {
 			return ch, err
@@ -167,46 +167,18 @@ func grantable(dec aah.Decision, rules aah.Rules) error {
 	switch {
 	case dec.Type != aah.TypeApproval:
 		return &Refusal{Reason: "Only an approval decision can be approved for a while.", Rule: RuleGrant}
-	case actionKey(dec) == "":
+	case dec.ActionKey() == "":
 		return &Refusal{Reason: "This decision names no kind of action (action_key or proposed_action.tool_name), " +
 			"so there is nothing to approve similar requests by.", Rule: RuleGrant}
 	case rules.Gated():
 		return &Refusal{Reason: "This request needs several sign-offs (a quorum or required roles): each such " +
 			"request needs its own, so it cannot be approved for a while.", Rule: RuleGrant}
-	case irreversible(dec):
+	case dec.Irreversible():
 		return &Refusal{Reason: "This action cannot be undone: each one needs its own approval.", Rule: RuleGrant}
-	case critical(dec):
+	case dec.CriticalRisk():
 		return &Refusal{Reason: "This action is assessed as critical risk: each one needs its own approval.", Rule: RuleGrant}
 	}
 	return nil
-}
-
-// actionKey is the kind of action a decision asks to approve: its
-// action_key, or its proposed action's tool name; "" for none.
-func actionKey(dec aah.Decision) string {
-	r := dec.Review
-	switch {
-	case r == nil:
-		return ""
-	case r.ActionKey != "":
-		return r.ActionKey
-	case r.Action != nil:
-		return r.Action.ToolName
-	}
-	return ""
-}
-
-func irreversible(dec aah.Decision) bool {
-	r := dec.Review
-	if r == nil {
-		return false
-	}
-	return (r.Action != nil && r.Action.Reversible != nil && !*r.Action.Reversible) ||
-		(r.Risk != nil && r.Risk.Reversibility == aah.Irreversible)
-}
-
-func critical(dec aah.Decision) bool {
-	return dec.Review != nil && dec.Review.Risk != nil && dec.Review.Risk.Level == aah.RiskCritical
 }
 
 // RevokeGrant revokes a standing approval: no request created after it
@@ -258,8 +230,3 @@ func (c *Core) Grants(ctx context.Context, agent string) ([]store.Grant, error) 
 	}
 	return list, nil
 }
-
-// ActionKey is the kind of action decision d asks to approve, which a
-// standing approval is granted for: its action_key, or its proposed
-// action's tool name; "" when it names none (no standing approval then).
-func ActionKey(d aah.Decision) string { return actionKey(d) }

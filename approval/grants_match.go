@@ -26,7 +26,7 @@ func (c *Core) grantMatcher(ctx context.Context, req *aah.Request, agent string)
 		if grantable(dec, rules) != nil {
 			return nil, nil
 		}
-		keys = append(keys, actionKey(dec))
+		keys = append(keys, dec.ActionKey())
 	}
 	ctx, cancel := context.WithTimeout(ctx, grantLookupBudget)
 	defer cancel()
@@ -66,7 +66,7 @@ func (c *Core) grantMatcher(ctx context.Context, req *aah.Request, agent string)
 		ch := &store.Change{}
 		var used []aah.GrantRef
 		for _, dec := range req.Data.Decisions {
-			g, ok := covered(live, actionKey(dec))
+			g, ok := covered(live, dec.ActionKey())
 			if !ok {
 				return nil, nil // revoked or expired since: posted as usual
 			}

@@ -39,7 +39,7 @@ func (s *Slack) openGrantModal(ctx context.Context, triggerID, requestID, decisi
 	var d aah.Decision
 	if err == nil {
 		var ok bool
-		if d, ok = req.Decision(decisionID); !ok || approval.ActionKey(d) == "" {
+		if d, ok = req.Decision(decisionID); !ok || d.ActionKey() == "" {
 			err = &approval.Refusal{Reason: "This decision names no kind of action to approve similar requests by."}
 		}
 	}
@@ -51,7 +51,7 @@ func (s *Slack) openGrantModal(ctx context.Context, triggerID, requestID, decisi
 		return
 	}
 	ref := blocks.ModalRef{RequestID: requestID, DecisionID: decisionID, Channel: channel}
-	view := blocks.GrantModal(req, d, rec.Agent, approval.ActionKey(d), s.opts.Grants.GrantMax(), ref)
+	view := blocks.GrantModal(req, d, rec.Agent, d.ActionKey(), s.opts.Grants.GrantMax(), ref)
 	s.opts.Async.Go("views.open", func(ctx context.Context) {
 		if _, err := s.opts.Slack.OpenViewContext(ctx, triggerID, view); err != nil {
 			s.log.WarnContext(ctx, "could not open a modal", "action", action, "request_id", requestID, "err", err)
