@@ -69,10 +69,20 @@ func (h *harness) revokeClick(u slackUser, grantID, ts string) response {
 // with one within it; the agent's next request resolves at once and is
 // posted as a compact notice with a Revoke button; /approvals grants lists
 // the grant; Mallory's and Bob's Revoke clicks are refused, Alice's
-// revokes it, and the request after that is posted for review.
+// revokes it, and the request after that is posted for review. On real
+// Redis and on local mode's embedded store.
 func TestStandingApprovalThroughSlack(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *configT, _ *depsT) { c.StandingApprovalMax = time.Hour })
+	for _, backend := range storeBackends {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			testStandingApprovalThroughSlack(t, newHarnessOnStore(t, backend,
+				func(c *configT, _ *depsT) { c.StandingApprovalMax = time.Hour }))
+		})
+	}
+}
+
+func testStandingApprovalThroughSlack(t *testing.T, h *harness) {
 	h.startJobs()
 	origin := h.postAndWait(scaleRequest(t, "origin-1"))
 
