@@ -156,6 +156,8 @@ func testStandingApprovalThroughSlack(t *testing.T, h *harness) {
 	if got, _ := h.store.GetGrant(context.Background(), g.ID); got.RevokedBy == nil || got.RevokedBy.ID != alice.id {
 		t.Errorf("grant after Alice's revoke: %+v", got)
 	}
+	ok(t, h.revokeClick(mallory, g.ID, rec.Slack.TS)) // the button is still there
+	h.waitEphemeralWith(mallory, "<@U0ALICE> revoked this standing approval already")
 	entries, _ := h.store.Audit(context.Background(), origin)
 	var evs []string
 	for _, e := range entries {

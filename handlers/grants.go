@@ -104,6 +104,11 @@ func (s *Slack) revokeGrantClick(ctx context.Context, cb *slack.InteractionCallb
 		s.settled(ctx, action, channel, by, approval.Outcome{}, err)
 		return
 	}
+	if g.RevokedBy != nil && g.RevokedBy.ID != by.ID {
+		s.metrics.actions.WithLabelValues(action, "unchanged").Inc()
+		s.tellUser(channel, by.ID, fmt.Sprintf(":information_source: <@%s> revoked this standing approval already.", g.RevokedBy.ID))
+		return
+	}
 	s.metrics.actions.WithLabelValues(action, "recorded").Inc()
 	s.log.InfoContext(ctx, "standing approval revoked", "grant_id", g.ID, "user", by.ID)
 	if cb.Container.IsEphemeral && cb.ResponseURL != "" {
