@@ -3,6 +3,7 @@ package bot_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -60,7 +61,8 @@ func (h *harness) waitEphemeralWith(u slackUser, want string) {
 func (h *harness) revokeClick(u slackUser, grantID, ts string) response {
 	h.t.Helper()
 	return h.sendInteraction(map[string]any{"type": "block_actions", "user": map[string]any{"id": u.id},
-		"channel": map[string]any{"id": "C0APPROVALS"}, "container": map[string]any{"message_ts": ts, "channel_id": "C0APPROVALS"},
+		"trigger_id": fmt.Sprintf("%d.1.trigger", time.Now().UnixNano()), // each click its own, as Slack's
+		"channel":    map[string]any{"id": "C0APPROVALS"}, "container": map[string]any{"message_ts": ts, "channel_id": "C0APPROVALS"},
 		"actions": []any{action{"action_id": blocks.ActionRevokeGrant, "block_id": blocks.GrantsBlockID, "type": "button", "value": grantID}}})
 }
 
