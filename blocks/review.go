@@ -1,0 +1,244 @@
+package blocks
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/approvalbot/approvalbot/aah"
+	"github.com/slack-go/slack"
+)
+
+// This file renders the review extension (aah.Review) of a decision: the
+// proposed action and the agent's risk assessment, shown between the
+// question and its controls, so a reviewer sees what approving does.
+
+// Budgets of the review blocks' variable parts.
+const (
+	paramValueBudget = 150 // one parameter's value
+	outcomeBudget    = 600 // the expected outcome
+	riskListBudget   = 700 // the risk factors, and the consequences, each
+)
+
+// reviewBlocks are the proposed action (a section) and the risk assessment
+// (a context block) of a decision with the review extension; nil without.
+// cut reports that some parameters did not fit the section.
+func reviewBlocks(d aah.Decision) (out []slack.Block, cut bool) {
+	rv := d.Review
+	if rv == nil {
+		return nil, false
+	}
+	if rv.Action != nil {
+		text, paramsCut := proposalText(rv)
+		out = append(out, section(clampSection(text)))
+		cut = paramsCut
+	}
+	if line := riskText(rv); line != "" {
+		out = append(out, slack.NewContextBlock("", mrkdwn(line)))
+	}
+	return out, cut
+}
+
+// proposalText is the proposed action: tool, parameters as "name: value"
+// lines, expected outcome and estimated cost, within a section.
+func proposalText(rv *aah.Review) (string, bool) {
+	a := rv.Action
+	head := ":hammer_and_wrench: *Proposed action*"
+	switch {
+	case a.ToolName != "":
+		head += ": " + code(a.ToolName, 100)
+	case a.ActionType != "":
+		head += ": " + plain(escape(a.ActionType), 100)
+	}
+	if a.ToolName != "" && a.ActionType != "" && a.ActionType != "tool_call" {
+		head += " _(" + plain(escape(a.ActionType), 50) + ")_"
+	}
+	if irreversible(rv) {
+		head += "  :warning: *Irreversible*"
+	}
+	var tail strings.Builder
+	if a.ExpectedOutcome != "" {
+		outcome, _ := fit(oneLine(a.ExpectedOutcome), outcomeBudget, "…")
+		tail.WriteString("\n*Expected outcome:* " + outcome)
+	}
+	if a.EstimatedCost != nil {
+		tail.WriteString("\n*Estimated cost:* " + costText(*a.EstimatedCost, a.CostUnit))
+	}
+	room := MaxSectionText - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail.String())
+	params, cut := paramLines(a, room)
+	return head + params + tail.String(), cut
+}
+
+// paramLines lists the parameters as "• *name:* value", each value within
+// paramValueBudget, all within room; past it the rest are counted.
+func paramLines(a *aah.ProposedAction, room int) (string, bool) {
+	names := parameterNames(a)
+	var b strings.Builder
+	n, cut := 0, false
+	for i, name := range names {
+		value, valueCut := paramValue(a.Parameters[name])
+		line := "\n• " + paramName(name) + " " + value
+		more := fmt.Sprintf("\n• …and %d more parameters (see View details)", len(names)-i)
+		if n+utf8.RuneCountInString(line)+utf8.RuneCountInString(more) > room {
+			b.WriteString(more)
+			return b.String(), true
+		}
+		b.WriteString(line)
+		n += utf8.RuneCountInString(line)
+		cut = cut || valueCut
+	}
+	return b.String(), cut
+}
+
+// parameterNames are the parameters in the order the agent sent them
+// (ParameterOrder), then any the order does not name, sorted.
+func parameterNames(a *aah.ProposedAction) []string {
+	names := slices.Clone(a.ParameterOrder)
+	var rest []string
+	for name := range a.Parameters {
+		if !slices.Contains(names, name) {
+			rest = append(rest, name)
+		}
+	}
+	slices.Sort(rest)
+	return append(names, rest...)
+}
+
+func paramName(name string) string {
+	n, _ := fit(strings.NewReplacer("*", "", "\n", " ").Replace(name), 60, "…")
+	return "*" + n + ":*"
+}
+
+// paramValue renders a parameter's value on one line for humans: strings
+// as they are, numbers without exponent, other JSON compactly; cut reports
+// a value shortened to paramValueBudget (View details shows it whole).
+func paramValue(v any) (string, bool) {
+	return fit(oneLine(valueString(v)), paramValueBudget, "…")
+}
+
+// valueString is v as plain text (not escaped, possibly long).
+func valueString(v any) string {
+	switch val := v.(type) {
+	case string:
+		return val
+	case float64:
+		return strconv.FormatFloat(val, 'f', -1, 64)
+	case nil:
+		return "null"
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(raw)
+}
+
+func costText(cost float64, unit string) string {
+	s := strconv.FormatFloat(cost, 'f', -1, 64)
+	if unit != "" {
+		s += " " + plain(escape(unit), 20)
+	}
+	return s
+}
+
+// riskText is the risk assessment in one context element: the badge,
+// reversibility and confidence, then the factors and consequences. An
+// irreversible action the proposal does not show is flagged here.
+func riskText(rv *aah.Review) string {
+	var parts []string
+	rk := rv.Risk
+	if rk != nil && rk.Level != "" {
+		parts = append(parts, riskBadge(rk.Level))
+	}
+	switch {
+	case irreversible(rv) && rv.Action == nil:
+		parts = append(parts, ":warning: *Irreversible*")
+	case rk != nil && rk.Reversibility == aah.ReversibleFully:
+		parts = append(parts, "fully reversible")
+	case rk != nil && rk.Reversibility == aah.ReversiblePartially:
+		parts = append(parts, "partially reversible")
+	case rk != nil && rk.Reversibility == aah.Irreversible:
+		parts = append(parts, "irreversible")
+	}
+	if rk != nil && rk.Confidence != nil {
+		parts = append(parts, fmt.Sprintf("agent's confidence %d%%", int(*rk.Confidence*100+0.5)))
+	}
+	lines := []string{strings.Join(parts, " · ")}
+	if rk != nil {
+		if len(rk.Factors) > 0 {
+			lines = append(lines, "*Risk factors:* "+joinItems(rk.Factors, riskListBudget))
+		}
+		if len(rk.Consequences) > 0 {
+			lines = append(lines, "*Possible consequences:* "+joinItems(rk.Consequences, riskListBudget))
+		}
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+// riskBadge is a risk level as a colored badge.
+func riskBadge(level string) string {
+	switch level {
+	case aah.RiskLow:
+		return ":large_green_circle: *Low risk*"
+	case aah.RiskMedium:
+		return ":large_yellow_circle: *Medium risk*"
+	case aah.RiskHigh:
+		return ":large_orange_circle: *High risk*"
+	case aah.RiskCritical:
+		return ":red_circle: *Critical risk*"
+	}
+	return "*" + plain(escape(level), 30) + " risk*"
+}
+
+// joinItems joins items with "; " within budget, counting those left out.
+func joinItems(items []string, budget int) string {
+	var b strings.Builder
+	for i, it := range items {
+		piece, _ := fit(oneLine(it), 200, "…")
+		if i > 0 {
+			piece = "; " + piece
+		}
+		more := fmt.Sprintf("; …and %d more", len(items)-i)
+		if b.Len() > 0 && utf8.RuneCountInString(b.String())+utf8.RuneCountInString(piece)+len(more) > budget {
+			b.WriteString(more)
+			break
+		}
+		b.WriteString(piece)
+	}
+	return b.String()
+}
+
+// oneLine folds white space (newlines included) into single spaces.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// code renders s as inline code: backticks cannot be escaped there, so
+// they are dropped.
+func code(s string, limit int) string {
+	out, _ := fit(strings.ReplaceAll(oneLine(s), "`", ""), limit, "…")
+	return "`" + out + "`"
+}
+
+// irreversible reports whether the agent marked the proposed action as
+// not reversible (reversible: false, or risk reversibility irreversible):
+// it is flagged, approving it asks to confirm, and no standing approval
+// covers it.
+func irreversible(rv *aah.Review) bool {
+	if rv == nil {
+		return false
+	}
+	if rv.Action != nil && rv.Action.Reversible != nil && !*rv.Action.Reversible {
+		return true
+	}
+	return rv.Risk != nil && rv.Risk.Reversibility == aah.Irreversible
+}
+
+// critical reports a critical risk level.
+func critical(rv *aah.Review) bool {
+	return rv != nil && rv.Risk != nil && rv.Risk.Level == aah.RiskCritical
+}
+
+// needsConfirm reports whether approving d asks to confirm first.
+func needsConfirm(d aah.Decision) bool { return irreversible(d.Review) || critical(d.Review) }
