@@ -155,6 +155,19 @@ func directiveBanner(dir aah.Directive) string {
 	return fmt.Sprintf("*%s* by %s: %s", escape(string(dir.Verb)), by, text)
 }
 
+// directiveEmoji marks each directive.
+func directiveEmoji(v aah.Verb) string {
+	switch v {
+	case aah.VerbDefer:
+		return ":double_vertical_bar:"
+	case aah.VerbChangePlan:
+		return ":repeat:"
+	case aah.VerbAbort:
+		return ":octagonal_sign:"
+	}
+	return ":white_check_mark:"
+}
+
 // directivePhrase is a directive in a few words for the fallback text and
 // a follow-up's line, e.g. "Deferred by <@U1>".
 func directivePhrase(dir aah.Directive) string {

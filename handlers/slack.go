@@ -97,6 +97,10 @@ type Options struct {
 	// Defaults are the workspace's sign-off rules, shown by "show" (as they
 	// apply to each request's agent: Defaults.For).
 	Defaults aah.Defaults
+	// GrantMax is the longest standing approval a reviewer may grant
+	// (STANDING_APPROVAL_MAX); "/approvals show" offers "Approve similar…"
+	// above 0, as the request's message does.
+	GrantMax time.Duration
 	// Replays remembers the interactions and commands already applied, so a
 	// replayed signed request or a redelivered envelope is not applied
 	// again; default Requests, when it implements ReplayStore.
