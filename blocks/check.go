@@ -61,8 +61,8 @@ func Check(req *aah.Request) []aah.FieldError {
 }
 
 // blockCount renders the request in its largest state (open, reviewers
-// mentioned, and when it may have them, a follow-up line and escalations
-// by hand) and reports the block count and the blocks each decision takes
+// mentioned, and when it may have them, a follow-up line and an escalation
+// by hand with its banner) and reports the block count and the blocks each decision takes
 // (its question and controls, and its review extension's blocks).
 func blockCount(req *aah.Request) (total int, perDecision []int) {
 	st := State{Status: aah.StatusPending, Version: 1, ReceivedAt: time.Unix(0, 0), Mentions: []string{"x"}}
@@ -70,6 +70,8 @@ func blockCount(req *aah.Request) (total int, perDecision []int) {
 		st.FollowUpOf = &FollowUp{ID: "x"}
 	}
 	if slices.Contains(requestVerbs(req), aah.VerbEscalate) {
+		// Escalated by hand: the banner and the escalation lines.
+		st.Status = aah.StatusEscalated
 		st.Reassignments = []aah.Reassignment{{To: "x"}}
 	}
 	for _, d := range req.Data.Decisions {
