@@ -39,8 +39,10 @@ func (s *postStore) Load(_ context.Context, id string) (store.Record, *aah.Reque
 	return rec, s.reqs[id], nil
 }
 
-func (s *postStore) TakePaceSlot(context.Context, string, time.Duration) (time.Duration, error) { return 0, nil }
-func (s *postStore) SetMentions(context.Context, string, []string, ...string) error             { return nil }
+func (s *postStore) TakePaceSlot(context.Context, string, time.Duration) (time.Duration, error) {
+	return 0, nil
+}
+func (s *postStore) SetMentions(context.Context, string, []string, ...string) error { return nil }
 func (s *postStore) BeginPost(context.Context, string) (store.Attempt, error) {
 	return store.Attempt{N: 1}, nil
 }
