@@ -97,10 +97,17 @@ func wantViolation(t testing.TB, err error, pointer, msg string) {
 
 func TestRequestSchemaAcceptsExamples(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ name, path string }{
-		{"seed 000", "../testdata/seed000_request.json"},
-		{"examples/marketing-strategy.json", "../../examples/marketing-strategy.json"},
-	} {
+	cases := []struct{ name, path string }{{"seed 000", "../testdata/seed000_request.json"}}
+	// Every request example the repository ships, so a new one cannot
+	// drift from the schema.
+	examples, err := filepath.Glob("../../examples/*.json")
+	if err != nil || len(examples) < 2 {
+		t.Fatalf("examples/*.json: %v (%d files)", err, len(examples))
+	}
+	for _, path := range examples {
+		cases = append(cases, struct{ name, path string }{strings.TrimPrefix(path, "../../"), path})
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			if err := schema.ValidateRequest(readFile(t, c.path)); err != nil {
@@ -305,6 +312,17 @@ func TestBrokenResponsesFail(t *testing.T) {
 		{"decided_by without name", []edit{set(data+"/responses/0/decided_by", map[string]any{"id": "U1"})}, data + "/responses/0/decided_by/name", "is required"},
 		{"empty parent ids", []edit{set("/handoff/parent_artifact_ids", []any{})}, "/handoff/parent_artifact_ids", "minItems"},
 		{"blank target agent", []edit{set("/handoff/target_agent", " ")}, "/handoff/target_agent", "must not be empty or blank"},
+		{"modified without parameters", []edit{set(data+"/responses/0/modified", true)}, data + "/responses/0/parameters", "is required"},
+		{"modified but rejected", []edit{set(data+"/responses/0/approved", false), set(data+"/responses/0/modified", true),
+			set(data+"/responses/0/parameters", map[string]any{}), set(data+"/responses/0/original_parameters", map[string]any{})},
+			data + "/responses/0/approved", "true"},
+		{"unknown action", []edit{set(data+"/responses/0/action", "defer")}, data + "/responses/0/action", "modify"},
+		{"grant without expiry", []edit{set(data+"/responses/0/grant", map[string]any{"id": "g1", "action_key": "k", "agent": "a",
+			"by": map[string]any{"id": "U1", "name": "A"}, "granted_at": "2026-02-16T14:00:00Z"})}, data + "/responses/0/grant/expires_at", "is required"},
+		{"defer without guidance", []edit{set(data+"/directive", map[string]any{"action": "defer",
+			"decided_by": map[string]any{"id": "U1", "name": "A"}, "decided_at": "2026-02-16T14:00:00Z"})}, data + "/directive/guidance", "is required"},
+		{"unknown directive", []edit{set(data+"/directive", map[string]any{"action": "pause", "reason": "x",
+			"decided_by": map[string]any{"id": "U1", "name": "A"}, "decided_at": "2026-02-16T14:00:00Z"})}, data + "/directive/action", "abort"},
 		{"not an object", []edit{}, "", "want object"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -364,6 +382,21 @@ func TestBrokenRequestsFail(t *testing.T) {
 		}, d0 + "/constraints/min", "or integer"},
 		{"date default not a date", []edit{set(d0+"/type", "date"), set(d0+"/default", "soon")}, d0 + "/default", "date"},
 		{"option without label", []edit{set(d0+"/type", "choice"), set(d0+"/options", []any{map[string]any{"value": "x"}})}, d0 + "/options/0/label", "is required"},
+		{"unknown verb", []edit{set("/extensions/decisions", map[string]any{"d1": map[string]any{"responses": []any{"approve", "veto"}}})},
+			"/extensions/decisions/d1/responses/1", "change_plan"},
+		{"unknown risk level", []edit{set("/extensions/decisions", map[string]any{"d1": map[string]any{"risk_assessment": map[string]any{"risk_level": "severe"}}})},
+			"/extensions/decisions/d1/risk_assessment/risk_level", "critical"},
+		{"confidence above 1", []edit{set("/extensions/decisions", map[string]any{"d1": map[string]any{"risk_assessment": map[string]any{"confidence": json.Number("1.5")}}})},
+			"/extensions/decisions/d1/risk_assessment/confidence", "maximum"},
+		{"editable without type", []edit{set("/extensions/decisions", map[string]any{"d1": map[string]any{
+			"proposed_action": map[string]any{"parameters": map[string]any{"n": json.Number("1")}}, "editable": map[string]any{"n": map[string]any{}}}})},
+			"/extensions/decisions/d1/editable/n/type", "is required"},
+		{"blank reject reason", []edit{set("/extensions/decisions", map[string]any{"d1": map[string]any{"reject_reasons": []any{" "}}})},
+			"/extensions/decisions/d1/reject_reasons/0", "must not be empty or blank"},
+		{"bad action key", []edit{set("/extensions/decisions", map[string]any{"d1": map[string]any{"action_key": "deploy prod"}})},
+			"/extensions/decisions/d1/action_key", "letters, digits"},
+		{"date bound not a date", []edit{set(d0+"/type", "date"), set(d0+"/constraints", map[string]any{"min": "soon"})}, d0 + "/constraints/min", "date"},
+		{"bad parent id", []edit{set("/handoff/parent_artifact_ids", []any{"-x"})}, "/handoff/parent_artifact_ids/0", "1-128 characters"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
