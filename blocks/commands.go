@@ -127,10 +127,10 @@ func quickButtons(it ListItem) slack.Block {
 	}
 	d := ds[0]
 	var buttons []slack.BlockElement
-	if accepts(d, aah.VerbApprove) {
+	if d.Accepts(aah.VerbApprove) {
 		buttons = append(buttons, approveButton(d))
 	}
-	if accepts(d, aah.VerbReject) {
+	if d.Accepts(aah.VerbReject) {
 		buttons = append(buttons, rejectButton(d, it.Request.Rules(it.Defaults)))
 	}
 	if len(buttons) == 0 {

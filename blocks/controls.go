@@ -2,7 +2,6 @@ package blocks
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -14,44 +13,21 @@ import (
 // extension accepts. The list of open requests uses the same buttons, so a
 // quick Approve asks to confirm exactly when the message's Approve does.
 
-// accepts reports whether d takes verb v: without a responses list, an
-// approval decision takes approve and reject, other decisions nothing else.
-func accepts(d aah.Decision, v aah.Verb) bool {
-	if d.Review == nil || d.Review.Responses == nil {
-		return d.Type == aah.TypeApproval && (v == aah.VerbApprove || v == aah.VerbReject)
-	}
-	return slices.Contains(d.Review.Responses, v)
-}
-
 // requestVerbs are the request-level verbs (defer, change_plan, escalate,
 // abort) any decision accepts, in aah.RequestVerbs order.
 func requestVerbs(req *aah.Request) []aah.Verb {
 	var out []aah.Verb
 	for _, v := range aah.RequestVerbs {
-		for _, d := range req.Data.Decisions {
-			if accepts(d, v) {
-				out = append(out, v)
-				break
-			}
+		if req.Accepts(v) {
+			out = append(out, v)
 		}
 	}
 	return out
 }
 
-// actionKey is what a standing approval of d would cover: the declared
-// action key, else the proposed action's tool name; "" when neither.
-func actionKey(d aah.Decision) string {
-	if d.Review == nil {
-		return ""
-	}
-	if d.Review.ActionKey != "" {
-		return d.Review.ActionKey
-	}
-	if d.Review.Action != nil {
-		return d.Review.Action.ToolName
-	}
-	return ""
-}
+// needsConfirm reports whether approving d asks to confirm first: an
+// irreversible or critical-risk action.
+func needsConfirm(d aah.Decision) bool { return d.Irreversible() || d.CriticalRisk() }
 
 // approvalButtons are an approval decision's buttons: Approve (asking to
 // confirm an irreversible or critical-risk action), "Approve similar…" when
@@ -60,16 +36,16 @@ func actionKey(d aah.Decision) string {
 // agent offers reasons).
 func approvalButtons(d aah.Decision, rules aah.Rules, grantMax time.Duration) []slack.BlockElement {
 	var out []slack.BlockElement
-	if accepts(d, aah.VerbApprove) {
+	if d.Accepts(aah.VerbApprove) {
 		out = append(out, approveButton(d))
 	}
-	if accepts(d, aah.VerbModify) && d.Review != nil && len(d.Review.Editable) > 0 && !rules.Gated() {
+	if d.Accepts(aah.VerbModify) && !rules.Gated() {
 		out = append(out, slack.NewButtonBlockElement(ActionModify, d.ID, plainText("Modify…")))
 	}
-	if grantMax > 0 && actionKey(d) != "" && accepts(d, aah.VerbApprove) && !needsConfirm(d) && !rules.Gated() {
+	if grantMax > 0 && d.ActionKey() != "" && d.Accepts(aah.VerbApprove) && !needsConfirm(d) && !rules.Gated() {
 		out = append(out, slack.NewButtonBlockElement(ActionApproveSimilar, d.ID, plainText("Approve similar…")))
 	}
-	if accepts(d, aah.VerbReject) {
+	if d.Accepts(aah.VerbReject) {
 		out = append(out, rejectButton(d, rules))
 	}
 	return out
@@ -98,7 +74,7 @@ func rejectButton(d aah.Decision, rules aah.Rules) *slack.ButtonBlockElement {
 
 // confirmTitle is the confirm dialog's title (at most 100 characters).
 func confirmTitle(d aah.Decision) string {
-	if irreversible(d.Review) {
+	if d.Irreversible() {
 		return "Approve an irreversible action?"
 	}
 	return "Approve a critical-risk action?"
@@ -107,9 +83,9 @@ func confirmTitle(d aah.Decision) string {
 // confirmWhy says why the dialog asks, within the dialog's 300 characters.
 func confirmWhy(d aah.Decision) string {
 	switch {
-	case irreversible(d.Review) && critical(d.Review):
+	case d.Irreversible() && d.CriticalRisk():
 		return "The agent says it cannot be undone and rates its risk critical."
-	case irreversible(d.Review):
+	case d.Irreversible():
 		return "The agent says it cannot be undone."
 	}
 	return "The agent rates its risk critical."

@@ -261,7 +261,7 @@ func (r *renderer) controls(d aah.Decision, a aah.Answer, answered bool, details
 		elems = append(elems, slack.NewButtonBlockElement(ActionOpenInput, d.ID, plainText(label)))
 	case aah.TypeDate:
 		if d.Review != nil && d.Review.DateTime {
-			elems = append(elems, dateTimePicker(d, a, answered))
+			elems = append(elems, dateTimePicker(current))
 			break
 		}
 		dp := slack.NewDatePickerBlockElement(ActionDate)

@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -81,35 +82,43 @@ func grantText(g aah.GrantRef) string {
 }
 
 // changeLines lists the parameters a modified approval changed, as
-// "• *name:* old → new", within changesBudget.
+// "• *name:* old → new" in the order the agent listed them, within
+// changesBudget.
 func changeLines(d aah.Decision, edited map[string]any) string {
-	original := map[string]any{}
-	var names []string
+	var original map[string]any
+	order := map[string]int{}
 	if d.Review != nil && d.Review.Action != nil {
 		original = d.Review.Action.Parameters
-		names = parameterNames(d.Review.Action)
-	}
-	for _, name := range parameterNames(&aah.ProposedAction{Parameters: edited}) {
-		if _, known := original[name]; !known {
-			names = append(names, name)
+		for i, name := range parameterNames(d.Review.Action) {
+			order[name] = i + 1
 		}
+	}
+	changes := aah.ChangedParameters(original, edited)
+	slices.SortStableFunc(changes, func(a, b aah.ParamChange) int {
+		// Known parameters in the agent's order, then the others by name.
+		ia, ib := order[a.Name], order[b.Name]
+		switch {
+		case ia == 0 && ib == 0:
+			return 0
+		case ia == 0:
+			return 1
+		case ib == 0:
+			return -1
+		}
+		return ia - ib
+	})
+	side := func(v any, present bool) string {
+		if !present {
+			return "_(none)_"
+		}
+		out, _ := fit(oneLine(valueString(v)), changeValue, "…")
+		return out
 	}
 	var b strings.Builder
-	for _, name := range names {
-		after, ok := edited[name]
-		if !ok {
-			continue
-		}
-		before, had := original[name]
-		if had && valueString(before) == valueString(after) {
-			continue
-		}
-		old := "_(none)_"
-		if had {
-			old, _ = fit(oneLine(valueString(before)), changeValue, "…")
-		}
-		now, _ := fit(oneLine(valueString(after)), changeValue, "…")
-		line := "\n• " + paramName(name) + " " + old + " → " + now
+	for _, c := range changes {
+		_, had := original[c.Name]
+		_, has := edited[c.Name]
+		line := "\n• " + paramName(c.Name) + " " + side(c.From, had) + " → " + side(c.To, has)
 		if b.Len()+len(line) > changesBudget {
 			b.WriteString("\n• …more changes are in the response and the audit trail")
 			break
@@ -120,13 +129,9 @@ func changeLines(d aah.Decision, edited map[string]any) string {
 }
 
 // dateTimePicker is a date decision's control when it asks for a moment
-// (precision "datetime"): initially the answer, else the default.
-func dateTimePicker(d aah.Decision, a aah.Answer, answered bool) *slack.DateTimePickerBlockElement {
+// (precision "datetime"), set to current: the answer, else the default.
+func dateTimePicker(current any) *slack.DateTimePickerBlockElement {
 	dp := slack.NewDateTimePickerBlockElement(ActionDate)
-	current := d.Default
-	if answered {
-		current = a.Value
-	}
 	if v, ok := current.(string); ok {
 		if t, err := aah.ParseDateValue(v); err == nil {
 			dp.InitialDateTime = t.Unix()

@@ -2,6 +2,7 @@ package blocks_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,42 +13,60 @@ import (
 	"github.com/slack-go/slack"
 )
 
-// The review extension is built by hand here (the parser is aah's); the
-// requests around it are real parsed fixtures.
+// The review extension goes through aah's parser: each fixture is a real
+// request with extensions.decisions, built as JSON.
 
-func ptr[T any](v T) *T { return &v }
+type obj = map[string]any
 
-// scaleReview is a full review: a reversible, high-risk tool call whose
+// scaleExt is a full review: a reversible, high-risk tool call whose
 // replicas may be modified, with reasons to reject and every verb.
-func scaleReview() *aah.Review {
-	return &aah.Review{
-		Action: &aah.ProposedAction{ActionType: "tool_call", ToolName: "scale_service",
-			Parameters:      map[string]any{"service": "api", "replicas": 6.0, "regions": []any{"eu-west-1", "us-east-1"}, "dry_run": false},
-			ParameterOrder:  []string{"service", "replicas", "regions", "dry_run"},
-			ExpectedOutcome: "p99 latency back under 200 ms within 10 minutes",
-			Reversible:      ptr(true), EstimatedCost: ptr(12.5), CostUnit: "USD"},
-		Risk: &aah.RiskAssessment{Level: aah.RiskHigh, Factors: []string{"Peak traffic", "New autoscaler"},
-			Consequences: []string{"Higher bill", "Brief 502s while pods start"}, Reversibility: aah.ReversiblePartially,
-			Confidence: ptr(0.8)},
-		Responses:     []aah.Verb{aah.VerbApprove, aah.VerbReject, aah.VerbModify, aah.VerbDefer, aah.VerbChangePlan, aah.VerbEscalate, aah.VerbAbort},
-		Editable:      []aah.EditableParam{{Name: "replicas", Type: aah.ParamInteger, Minimum: ptr(1.0), Maximum: ptr(10.0)}},
-		RejectReasons: []string{"Too expensive", "Wrong service"},
-		ActionKey:     "scale_service:api",
+func scaleExt() obj {
+	return obj{
+		"proposed_action": obj{"action_type": "tool_call", "tool_name": "scale_service",
+			// Raw, so the parameters keep the order the agent wrote them in.
+			"parameters":       json.RawMessage(`{"service":"api","replicas":6,"regions":["eu-west-1","us-east-1"],"dry_run":false}`),
+			"expected_outcome": "p99 latency back under 200 ms within 10 minutes",
+			"reversible":       true, "estimated_cost": 12.5, "cost_unit": "USD"},
+		"risk_assessment": obj{"risk_level": "high", "risk_factors": []string{"Peak traffic", "New autoscaler"},
+			"potential_consequences": []string{"Higher bill", "Brief 502s while pods start"}, "reversibility": "partially",
+			"confidence": 0.8},
+		"responses":      []string{"approve", "reject", "modify", "defer", "change_plan", "escalate", "abort"},
+		"editable":       obj{"replicas": obj{"type": "integer", "minimum": 1, "maximum": 10}},
+		"reject_reasons": []string{"Too expensive", "Wrong service"},
+		"action_key":     "scale_service:api",
 	}
 }
 
-// reviewed is the approval fixture with review attached to its decision.
-func reviewed(t *testing.T, review *aah.Review) *aah.Request {
-	t.Helper()
-	req := parse(t, wrap(decisionFixtures["approval"]))
-	req.Data.Decisions[0].Review = review
-	return req
+func action(ext obj) obj { return ext["proposed_action"].(obj) }
+func risk(ext obj) obj   { return ext["risk_assessment"].(obj) }
+
+func withRisk(level, reversibility string) obj {
+	ext := scaleExt()
+	risk(ext)["risk_level"] = level
+	if reversibility == "" {
+		delete(risk(ext), "reversibility")
+	} else {
+		risk(ext)["reversibility"] = reversibility
+	}
+	return ext
 }
 
-func withRisk(level, reversibility string) *aah.Review {
-	rv := scaleReview()
-	rv.Risk.Level, rv.Risk.Reversibility = level, reversibility
-	return rv
+// wrapExt is wrap with extensions.decisions.
+func wrapExt(t *testing.T, decisions string, exts obj) *aah.Request {
+	t.Helper()
+	raw, err := json.Marshal(obj{"decisions": exts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := wrap(decisions)
+	doc = append(doc[:len(doc)-1], []byte(`,"extensions":`+string(raw)+`}`)...)
+	return parse(t, doc)
+}
+
+// reviewed is the approval fixture with ext as its decision's review.
+func reviewed(t *testing.T, ext obj) *aah.Request {
+	t.Helper()
+	return wrapExt(t, decisionFixtures["approval"], obj{"ship": ext})
 }
 
 func TestReviewGolden(t *testing.T) {
@@ -61,10 +80,10 @@ func TestReviewGolden(t *testing.T) {
 		return blocks.State{Status: aah.StatusResolved, Version: 4, ReceivedAt: seedNow, ClosedAt: at, ResolvedBy: alice,
 			Answers: answers}
 	}
-	irreversible := scaleReview()
-	irreversible.Action.Reversible = ptr(false)
-	irreversible.Risk.Reversibility = aah.Irreversible
-	riskOnly := &aah.Review{Risk: &aah.RiskAssessment{Level: aah.RiskMedium, Reversibility: aah.Irreversible}}
+	irreversible := scaleExt()
+	action(irreversible)["reversible"] = false
+	risk(irreversible)["reversibility"] = "irreversible"
+	riskOnly := obj{"risk_assessment": obj{"risk_level": "medium", "reversibility": "irreversible"}}
 	modified := closed(map[string]aah.Answer{"ship": {DecisionID: "ship", Value: true, Verb: aah.VerbModify, By: alice, At: at,
 		Parameters: map[string]any{"service": "api", "replicas": 4.0, "regions": []any{"eu-west-1"}, "dry_run": false}}})
 	rejected := closed(map[string]aah.Answer{"ship": {DecisionID: "ship", Value: false, By: bob, At: at,
@@ -95,17 +114,14 @@ func TestReviewGolden(t *testing.T) {
 	followUpNoLink := open
 	followUpNoLink.FollowUpOf = &blocks.FollowUp{ID: "req-earlier", Title: "Scale the API"}
 
-	batch := parse(t, wrap(decisionFixtures["approval"]+`,{"id":"drop","type":"approval","prompt":"Drop the old table?","required":true}`))
-	batch.Data.Decisions[1].Review = &aah.Review{Action: &aah.ProposedAction{ToolName: "drop_table",
-		Parameters: map[string]any{"table": "events_2019"}, ParameterOrder: []string{"table"}, Reversible: ptr(false)}}
+	batch := wrapExt(t, decisionFixtures["approval"]+`,{"id":"drop","type":"approval","prompt":"Drop the old table?","required":true}`,
+		obj{"drop": obj{"proposed_action": obj{"tool_name": "drop_table", "parameters": obj{"table": "events_2019"}, "reversible": false}}})
 
-	when := parse(t, wrap(`{"id":"launch","type":"date","prompt":"When do we launch?","required":true,"default":"2026-03-02T14:30:00Z"}`))
-	when.Data.Decisions[0].Review = &aah.Review{DateTime: true, Responses: []aah.Verb{aah.VerbDefer}}
-	when.Data.Decisions[0].Constraints = aah.Constraints{MinDate: "2026-03-01", MaxDate: "2026-03-31T18:00:00Z"}
+	when := wrapExt(t, `{"id":"launch","type":"date","prompt":"When do we launch?","required":true,"default":"2026-03-02T14:30:00Z",
+		"constraints":{"min":"2026-03-01","max":"2026-03-31T18:00:00Z"}}`, obj{"launch": obj{"precision": "datetime", "responses": []string{"defer"}}})
 	whenAnswered := blocks.State{Status: aah.StatusPending, Version: 2, ReceivedAt: seedNow, Answers: map[string]aah.Answer{
 		"launch": {DecisionID: "launch", Value: "2026-03-03T09:00:00Z", By: alice, At: at}}}
-	dayAfter := parse(t, wrap(`{"id":"launch","type":"date","prompt":"Launch day?","required":true}`))
-	dayAfter.Data.Decisions[0].Constraints = aah.Constraints{MinDate: "2026-03-01"}
+	dayAfter := parse(t, wrap(`{"id":"launch","type":"date","prompt":"Launch day?","required":true,"constraints":{"min":"2026-03-01"}}`))
 	pickTwo := parse(t, wrap(`{"id":"ch","type":"multi_choice","prompt":"Which two?","required":true,"constraints":{"min":2,"max":2},
 		"options":[{"value":"a","label":"A"},{"value":"b","label":"B"},{"value":"c","label":"C"}]}`))
 
@@ -113,21 +129,21 @@ func TestReviewGolden(t *testing.T) {
 		req *aah.Request
 		st  blocks.State
 	}{
-		"review.full.pending":           {reviewed(t, scaleReview()), open},
+		"review.full.pending":           {reviewed(t, scaleExt()), open},
 		"review.risk_low.pending":       {reviewed(t, withRisk(aah.RiskLow, aah.ReversibleFully)), open},
 		"review.risk_medium.pending":    {reviewed(t, withRisk(aah.RiskMedium, "")), open},
 		"review.risk_critical.pending":  {reviewed(t, withRisk(aah.RiskCritical, aah.ReversiblePartially)), open},
 		"review.irreversible.pending":   {reviewed(t, irreversible), open},
 		"review.risk_only.pending":      {reviewed(t, riskOnly), open},
 		"review.batch.pending":          {batch, open},
-		"review.modified.resolved":      {reviewed(t, scaleReview()), modified},
-		"review.reject_reason.resolved": {reviewed(t, scaleReview()), rejected},
-		"review.grant.resolved":         {reviewed(t, scaleReview()), granted},
-		"directive.deferred":            {reviewed(t, scaleReview()), directive(aah.VerbDefer, "Try a smaller batch first")},
-		"directive.change_plan":         {reviewed(t, scaleReview()), directive(aah.VerbChangePlan, "Use the blue/green pool")},
-		"directive.aborted":             {reviewed(t, scaleReview()), directive(aah.VerbAbort, "Incident in progress, stop everything")},
-		"reassigned.escalated":          {reviewed(t, scaleReview()), escalated},
-		"followup.pending":              {reviewed(t, scaleReview()), followUp},
+		"review.modified.resolved":      {reviewed(t, scaleExt()), modified},
+		"review.reject_reason.resolved": {reviewed(t, scaleExt()), rejected},
+		"review.grant.resolved":         {reviewed(t, scaleExt()), granted},
+		"directive.deferred":            {reviewed(t, scaleExt()), directive(aah.VerbDefer, "Try a smaller batch first")},
+		"directive.change_plan":         {reviewed(t, scaleExt()), directive(aah.VerbChangePlan, "Use the blue/green pool")},
+		"directive.aborted":             {reviewed(t, scaleExt()), directive(aah.VerbAbort, "Incident in progress, stop everything")},
+		"reassigned.escalated":          {reviewed(t, scaleExt()), escalated},
+		"followup.pending":              {reviewed(t, scaleExt()), followUp},
 		"followup.no_link":              {parse(t, wrap(decisionFixtures["approval"])), followUpNoLink},
 		"type_datetime.pending":         {when, pending()},
 		"type_datetime.answered":        {when, whenAnswered},
@@ -196,7 +212,7 @@ func TestReviewControls(t *testing.T) {
 		return false
 	}
 	t.Run("full review", func(t *testing.T) {
-		ids, confirms, menu := controls(blocks.Render(reviewed(t, scaleReview()), st))
+		ids, confirms, menu := controls(blocks.Render(reviewed(t, scaleExt()), st))
 		for _, want := range []string{blocks.ActionApprove, blocks.ActionModify, blocks.ActionApproveSimilar, blocks.ActionRejectReason, blocks.ActionVerbs} {
 			if !has(ids, want) {
 				t.Errorf("controls %v lack %s", ids, want)
@@ -218,8 +234,8 @@ func TestReviewControls(t *testing.T) {
 			t.Errorf("a plain approval has %v (confirms %v, menu %v), want approve, reject, comment", ids, confirms, menu)
 		}
 	})
-	for name, rv := range map[string]*aah.Review{
-		"irreversible action": func() *aah.Review { r := scaleReview(); r.Action.Reversible = ptr(false); return r }(),
+	for name, rv := range map[string]obj{
+		"irreversible action": func() obj { r := scaleExt(); action(r)["reversible"] = false; return r }(),
 		"irreversible risk":   withRisk(aah.RiskLow, aah.Irreversible),
 		"critical risk":       withRisk(aah.RiskCritical, aah.ReversibleFully),
 	} {
@@ -236,49 +252,45 @@ func TestReviewControls(t *testing.T) {
 	}
 	t.Run("approve similar needs a limit, a key and no gate", func(t *testing.T) {
 		noLimit := pending()
-		if ids, _, _ := controls(blocks.Render(reviewed(t, scaleReview()), noLimit)); has(ids, blocks.ActionApproveSimilar) {
+		if ids, _, _ := controls(blocks.Render(reviewed(t, scaleExt()), noLimit)); has(ids, blocks.ActionApproveSimilar) {
 			t.Errorf("STANDING_APPROVAL_MAX=0 still offers it: %v", ids)
 		}
-		noKey := scaleReview()
-		noKey.ActionKey, noKey.Action.ToolName = "", ""
+		noKey := scaleExt()
+		delete(noKey, "action_key")
+		delete(noKey, "proposed_action")
+		delete(noKey, "editable")
+		noKey["responses"] = []string{"approve", "reject"}
 		if ids, _, _ := controls(blocks.Render(reviewed(t, noKey), st)); has(ids, blocks.ActionApproveSimilar) {
 			t.Errorf("a decision without an action key offers it: %v", ids)
 		}
-		toolOnly := scaleReview()
-		toolOnly.ActionKey = ""
+		toolOnly := scaleExt()
+		delete(toolOnly, "action_key")
 		if ids, _, _ := controls(blocks.Render(reviewed(t, toolOnly), st)); !has(ids, blocks.ActionApproveSimilar) {
 			t.Errorf("the tool name is the default action key, yet it is not offered: %v", ids)
 		}
-		gated := reviewed(t, scaleReview())
+		gated := reviewed(t, scaleExt())
 		gated.Slack.Quorum = 2
 		ids, _, _ := controls(blocks.Render(gated, st))
 		if has(ids, blocks.ActionApproveSimilar) || has(ids, blocks.ActionModify) {
 			t.Errorf("a decision needing two sign-offs offers a grant or modify: %v", ids)
 		}
 	})
-	t.Run("modify needs editable parameters", func(t *testing.T) {
-		rv := scaleReview()
-		rv.Editable = nil
-		if ids, _, _ := controls(blocks.Render(reviewed(t, rv), st)); has(ids, blocks.ActionModify) {
-			t.Errorf("nothing is editable, yet Modify shows: %v", ids)
-		}
-	})
 	t.Run("responses narrow the verbs", func(t *testing.T) {
-		rv := scaleReview()
-		rv.Responses = []aah.Verb{aah.VerbApprove, aah.VerbReject, aah.VerbAbort}
+		rv := scaleExt()
+		rv["responses"] = []string{"approve", "reject", "abort"}
+		delete(rv, "editable")
 		ids, _, menu := controls(blocks.Render(reviewed(t, rv), st))
 		if has(ids, blocks.ActionModify) || strings.Join(menu, ",") != "abort" {
 			t.Errorf("controls %v, menu %v; want no Modify and only abort", ids, menu)
 		}
 	})
 	t.Run("approve all confirms an irreversible action", func(t *testing.T) {
-		batch := parse(t, wrap(decisionFixtures["approval"]+`,{"id":"two","type":"approval","prompt":"Second?","required":true}`))
-		_, plain, _ := controls(blocks.Render(batch, st))
+		decisions := decisionFixtures["approval"] + `,{"id":"two","type":"approval","prompt":"Second?","required":true}`
+		_, plain, _ := controls(blocks.Render(parse(t, wrap(decisions)), st))
 		if plain[blocks.ActionApproveAll].Style != "" {
 			t.Errorf("a plain Approve all became a danger dialog: %+v", plain[blocks.ActionApproveAll])
 		}
-		batch.Data.Decisions[1].Review = withRisk(aah.RiskCritical, "")
-		_, risky, _ := controls(blocks.Render(batch, st))
+		_, risky, _ := controls(blocks.Render(wrapExt(t, decisions, obj{"two": withRisk(aah.RiskCritical, "")}), st))
 		if c := risky[blocks.ActionApproveAll]; c == nil || c.Style != slack.StyleDanger || !strings.Contains(c.Text.Text, "critical") {
 			t.Errorf("Approve all over a critical action = %+v", c)
 		}
@@ -289,8 +301,7 @@ func TestReviewControls(t *testing.T) {
 		if !has(ids, "datepicker:"+blocks.ActionDate) {
 			t.Errorf("a date decision has %v", ids)
 		}
-		req.Data.Decisions[0].Review = &aah.Review{DateTime: true}
-		msg := blocks.Render(req, st)
+		msg := blocks.Render(wrapExt(t, decisionFixtures["date"], obj{"launch": obj{"precision": "datetime"}}), st)
 		ids, _, _ = controls(msg)
 		if !has(ids, "datetimepicker:"+blocks.ActionDate) {
 			t.Errorf("a datetime decision has %v", ids)
@@ -307,9 +318,9 @@ func TestReviewControls(t *testing.T) {
 // irreversible Approve, the reason modal when the agent offers reasons.
 func TestQuickButtonsFollowTheReview(t *testing.T) {
 	t.Parallel()
-	rv := scaleReview()
-	rv.Action.Reversible = ptr(false)
-	req := reviewed(t, rv)
+	ext := scaleExt()
+	action(ext)["reversible"] = false
+	req := reviewed(t, ext)
 	msg := blocks.List(blocks.Listing{Heading: "Waiting", Now: seedNow, Items: []blocks.ListItem{
 		{ID: "req-1", Version: 1, Agent: "release-bot", Request: req, Status: aah.StatusPending, ReceivedAt: seedNow}}})
 	ids, confirms, _ := controls(msg)
@@ -318,39 +329,54 @@ func TestQuickButtonsFollowTheReview(t *testing.T) {
 	}
 }
 
-// Long or many parameters stay within Slack's limits; what the message
-// had to shorten is whole in View details.
+// The most the parser lets through stays within Slack's limits: as many
+// parameters as allowed with the longest names, or one huge value, the
+// longest outcome and as many long risk factors as allowed. What the
+// message had to shorten is whole in View details.
 func TestLongParametersFitAndShowInDetails(t *testing.T) {
 	t.Parallel()
-	rv := scaleReview()
-	rv.Action.Parameters, rv.Action.ParameterOrder = map[string]any{}, nil
-	for i := range 60 {
-		name := "param_" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + strings.Repeat("y", i/26)
-		rv.Action.Parameters[name] = strings.Repeat("value & <more> ", 40)
-		rv.Action.ParameterOrder = append(rv.Action.ParameterOrder, name)
+	many := obj{}
+	for i := range aah.MaxParameters {
+		many[fmt.Sprintf("%03d_%s", i, strings.Repeat("p", 76))] = i
 	}
-	rv.Action.ExpectedOutcome = strings.Repeat("outcome ", 400)
-	rv.Risk.Factors = make([]string, 50)
-	for i := range rv.Risk.Factors {
-		rv.Risk.Factors[i] = strings.Repeat("factor ", 30)
-	}
-	req := reviewed(t, rv)
-	msg := blocks.Render(req, pending())
-	text := reviewText(t, msg)
-	if !strings.Contains(text, "more parameters (see View details)") || !strings.Contains(text, "more") {
-		t.Errorf("the parameters that did not fit are not counted:\n%s", text)
-	}
-	ids, _, _ := controls(msg)
-	if !strings.Contains(strings.Join(ids, ","), blocks.ActionDetails) {
-		t.Errorf("no View details for the shortened parameters: %v", ids)
-	}
-	view := blocks.DetailsModal(req, req.Data.Decisions[0], blocks.ModalRef{RequestID: "req-fixture", DecisionID: "ship"})
-	raw := []byte(mustJSON(t, view))
-	for _, e := range slackemu.ValidateView(raw) {
-		t.Errorf("Slack would reject the details modal: %v", e)
-	}
-	if !strings.Contains(string(raw), "param_xxxhyy") || !strings.Contains(string(raw), strings.Repeat("value \\u0026amp; \\u0026lt;more\\u0026gt; ", 39)) {
-		t.Errorf("the details modal does not hold every parameter in full")
+	huge := obj{"query": strings.Repeat("value & <more> ", 150)}
+	for name, params := range map[string]obj{"many": many, "huge": huge} {
+		ext := scaleExt()
+		action(ext)["parameters"] = params
+		action(ext)["expected_outcome"] = strings.Repeat("outcome ", 250) // what the 8 KB of proposed_action leaves
+		ext["editable"] = obj{}
+		ext["responses"] = []string{"approve", "reject"}
+		factors := make([]string, aah.MaxRiskItems)
+		for i := range factors {
+			factors[i] = strings.Repeat("factor ", aah.MaxTextLength/7)
+		}
+		risk(ext)["risk_factors"] = factors
+		risk(ext)["potential_consequences"] = factors
+		req := reviewed(t, ext)
+		msg := blocks.Render(req, pending())
+		text := reviewText(t, msg)
+		ids, _, _ := controls(msg)
+		if !strings.Contains(strings.Join(ids, ","), blocks.ActionDetails) {
+			t.Errorf("%s: no View details for the shortened parameters: %v", name, ids)
+		}
+		view := blocks.DetailsModal(req, req.Data.Decisions[0], blocks.ModalRef{RequestID: "req-fixture", DecisionID: "ship"})
+		raw := mustJSON(t, view)
+		for _, e := range slackemu.ValidateView([]byte(raw)) {
+			t.Errorf("%s: Slack would reject the details modal: %v", name, e)
+		}
+		switch name {
+		case "many":
+			if !strings.Contains(text, "more parameters (see View details)") {
+				t.Errorf("the parameters that did not fit are not counted:\n%s", text)
+			}
+			if !strings.Contains(raw, "049_ppp") {
+				t.Errorf("the details modal lacks the last parameter")
+			}
+		case "huge":
+			if n := strings.Count(raw, "value \\u0026amp; \\u0026lt;more\\u0026gt;"); n != 150 {
+				t.Errorf("the details modal holds %d of the value's 150 pieces", n)
+			}
+		}
 	}
 }
 
@@ -365,7 +391,7 @@ func TestCheckCountsReviewBlocks(t *testing.T) {
 	req := parse(t, wrap(strings.Join(ds, ",")))
 	req.Handoff.ParentArtifactIDs = []string{"req-earlier"}
 	for i := range req.Data.Decisions {
-		req.Data.Decisions[i].Review = scaleReview()
+		req.Data.Decisions[i].Review = reviewed(t, scaleExt()).Data.Decisions[0].Review
 	}
 	probs := blocks.Check(req)
 	if len(probs) != 1 || !strings.Contains(probs[0].Message, "at most 9 decisions fit") {
@@ -388,7 +414,7 @@ func TestCheckCountsReviewBlocks(t *testing.T) {
 // its notification text and the Home tab's list of answered requests.
 func TestDirectiveShowsEverywhere(t *testing.T) {
 	t.Parallel()
-	req := reviewed(t, scaleReview())
+	req := reviewed(t, scaleExt())
 	bob := aah.Person{ID: "U0BOB"}
 	for verb, want := range map[aah.Verb][2]string{
 		aah.VerbDefer:      {"Deferred by @U0BOB", "guidance: Try 4 & <then> 6"},
@@ -417,7 +443,7 @@ func TestDirectiveShowsEverywhere(t *testing.T) {
 // channel ids as mentions, anything else as escaped text.
 func TestReassignmentTargets(t *testing.T) {
 	t.Parallel()
-	req := reviewed(t, scaleReview())
+	req := reviewed(t, scaleExt())
 	var list []aah.Reassignment
 	for _, to := range []string{"U0CAROL", "S0SRE", "C0OPS", "#ops", "dana@example.com", "<!channel>"} {
 		list = append(list, aah.Reassignment{By: aah.Person{ID: "U0ALICE"}, To: to, At: seedNow})

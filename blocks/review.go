@@ -1,7 +1,6 @@
 package blocks
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -32,11 +31,11 @@ func reviewBlocks(d aah.Decision) (out []slack.Block, cut bool) {
 		return nil, false
 	}
 	if rv.Action != nil {
-		text, paramsCut := proposalText(rv)
+		text, paramsCut := proposalText(d)
 		out = append(out, section(clampSection(text)))
 		cut = paramsCut
 	}
-	if line := riskText(rv); line != "" {
+	if line := riskText(d); line != "" {
 		out = append(out, slack.NewContextBlock("", mrkdwn(line)))
 	}
 	return out, cut
@@ -44,8 +43,8 @@ func reviewBlocks(d aah.Decision) (out []slack.Block, cut bool) {
 
 // proposalText is the proposed action: tool, parameters as "name: value"
 // lines, expected outcome and estimated cost, within a section.
-func proposalText(rv *aah.Review) (string, bool) {
-	a := rv.Action
+func proposalText(d aah.Decision) (string, bool) {
+	a := d.Review.Action
 	head := ":hammer_and_wrench: *Proposed action*"
 	switch {
 	case a.ToolName != "":
@@ -56,7 +55,7 @@ func proposalText(rv *aah.Review) (string, bool) {
 	if a.ToolName != "" && a.ActionType != "" && a.ActionType != "tool_call" {
 		head += " _(" + plain(escape(a.ActionType), 50) + ")_"
 	}
-	if irreversible(rv) {
+	if d.Irreversible() {
 		head += "  :warning: *Irreversible*"
 	}
 	var tail strings.Builder
@@ -119,22 +118,9 @@ func paramValue(v any) (string, bool) {
 	return fit(oneLine(valueString(v)), paramValueBudget, "…")
 }
 
-// valueString is v as plain text (not escaped, possibly long).
-func valueString(v any) string {
-	switch val := v.(type) {
-	case string:
-		return val
-	case float64:
-		return strconv.FormatFloat(val, 'f', -1, 64)
-	case nil:
-		return "null"
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(raw)
-}
+// valueString is v as plain text (not escaped, possibly long), as
+// responses and the modify modal show it.
+func valueString(v any) string { return aah.ParamText(v) }
 
 func costText(cost float64, unit string) string {
 	s := strconv.FormatFloat(cost, 'f', -1, 64)
@@ -147,14 +133,14 @@ func costText(cost float64, unit string) string {
 // riskText is the risk assessment in one context element: the badge,
 // reversibility and confidence, then the factors and consequences. An
 // irreversible action the proposal does not show is flagged here.
-func riskText(rv *aah.Review) string {
+func riskText(d aah.Decision) string {
 	var parts []string
-	rk := rv.Risk
+	rk := d.Review.Risk
 	if rk != nil && rk.Level != "" {
 		parts = append(parts, riskBadge(rk.Level))
 	}
 	switch {
-	case irreversible(rv) && rv.Action == nil:
+	case d.Irreversible() && d.Review.Action == nil:
 		parts = append(parts, ":warning: *Irreversible*")
 	case rk != nil && rk.Reversibility == aah.ReversibleFully:
 		parts = append(parts, "fully reversible")
@@ -220,25 +206,3 @@ func code(s string, limit int) string {
 	out, _ := fit(strings.ReplaceAll(oneLine(s), "`", ""), limit, "…")
 	return "`" + out + "`"
 }
-
-// irreversible reports whether the agent marked the proposed action as
-// not reversible (reversible: false, or risk reversibility irreversible):
-// it is flagged, approving it asks to confirm, and no standing approval
-// covers it.
-func irreversible(rv *aah.Review) bool {
-	if rv == nil {
-		return false
-	}
-	if rv.Action != nil && rv.Action.Reversible != nil && !*rv.Action.Reversible {
-		return true
-	}
-	return rv.Risk != nil && rv.Risk.Reversibility == aah.Irreversible
-}
-
-// critical reports a critical risk level.
-func critical(rv *aah.Review) bool {
-	return rv != nil && rv.Risk != nil && rv.Risk.Level == aah.RiskCritical
-}
-
-// needsConfirm reports whether approving d asks to confirm first.
-func needsConfirm(d aah.Decision) bool { return irreversible(d.Review) || critical(d.Review) }
