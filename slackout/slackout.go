@@ -89,7 +89,7 @@ type Options struct {
 	Defaults aah.Defaults
 	// GrantMax is the longest standing approval a reviewer may grant
 	// (STANDING_APPROVAL_MAX): messages offer "Approve similar…" when it
-	// is above 0.
+	// is above 0. Default: Core's GrantMax when it has one, else 0.
 	GrantMax time.Duration
 	// Reminders is the configured reminder plan;
 	// extensions.slack.reminders overrides it (approval.ReminderPlan).
@@ -117,6 +117,9 @@ func Handlers(opts Options) (map[string]jobs.Handler, error) {
 	opts.Lease = cmp.Or(opts.Lease, 60*time.Second)
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if g, ok := any(opts.Core).(interface{ GrantMax() time.Duration }); ok && opts.Core != nil && opts.GrantMax == 0 {
+		opts.GrantMax = g.GrantMax()
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
