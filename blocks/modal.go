@@ -146,14 +146,7 @@ func DetailsModal(req *aah.Request, d aah.Decision, ref ModalRef) slack.ModalVie
 		}
 		blocks = append(blocks, chunks(b.String())...)
 	}
-	if rv := d.Review; rv != nil && rv.Action != nil && len(rv.Action.Parameters) > 0 {
-		var b strings.Builder
-		b.WriteString("*Parameters*")
-		for _, name := range parameterNames(rv.Action) {
-			b.WriteString("\n• *" + escape(name) + ":* " + escape(valueString(rv.Action.Parameters[name])))
-		}
-		blocks = append(blocks, chunks(b.String())...)
-	}
+	blocks = append(blocks, reviewDetails(d)...)
 	if len(blocks) > maxModalBlocks {
 		blocks = append(blocks[:maxModalBlocks-1], section("_…the rest is too long for Slack to show._"))
 	}

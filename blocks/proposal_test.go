@@ -364,6 +364,9 @@ func TestLongParametersFitAndShowInDetails(t *testing.T) {
 		for _, e := range slackemu.ValidateView([]byte(raw)) {
 			t.Errorf("%s: Slack would reject the details modal: %v", name, e)
 		}
+		if !strings.Contains(raw, "*Expected outcome*") || strings.Count(raw, "factor factor") < 2*aah.MaxRiskItems {
+			t.Errorf("%s: the details modal lacks the outcome or some risk items", name)
+		}
 		switch name {
 		case "many":
 			if !strings.Contains(text, "more parameters (see View details)") {

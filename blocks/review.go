@@ -20,23 +20,26 @@ const (
 	paramValueBudget = 150 // one parameter's value
 	outcomeBudget    = 600 // the expected outcome
 	riskListBudget   = 700 // the risk factors, and the consequences, each
+	riskItemBudget   = 200 // one risk factor or consequence
 )
 
 // reviewBlocks are the proposed action (a section) and the risk assessment
 // (a context block) of a decision with the review extension; nil without.
-// cut reports that some parameters did not fit the section.
+// cut reports that something had to be shortened (View details shows it
+// whole).
 func reviewBlocks(d aah.Decision) (out []slack.Block, cut bool) {
 	rv := d.Review
 	if rv == nil {
 		return nil, false
 	}
 	if rv.Action != nil {
-		text, paramsCut := proposalText(d)
+		text, proposalCut := proposalText(d)
 		out = append(out, section(clampSection(text)))
-		cut = paramsCut
+		cut = proposalCut
 	}
-	if line := riskText(d); line != "" {
+	if line, riskCut := riskText(d); line != "" {
 		out = append(out, slack.NewContextBlock("", mrkdwn(line)))
+		cut = cut || riskCut
 	}
 	return out, cut
 }
@@ -59,8 +62,10 @@ func proposalText(d aah.Decision) (string, bool) {
 		head += "  :warning: *Irreversible*"
 	}
 	var tail strings.Builder
+	outcomeCut := false
 	if a.ExpectedOutcome != "" {
-		outcome, _ := fit(oneLine(a.ExpectedOutcome), outcomeBudget, "…")
+		var outcome string
+		outcome, outcomeCut = fit(oneLine(a.ExpectedOutcome), outcomeBudget, "…")
 		tail.WriteString("\n*Expected outcome:* " + outcome)
 	}
 	if a.EstimatedCost != nil {
@@ -68,7 +73,7 @@ func proposalText(d aah.Decision) (string, bool) {
 	}
 	room := MaxSectionText - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail.String())
 	params, cut := paramLines(a, room)
-	return head + params + tail.String(), cut
+	return head + params + tail.String(), cut || outcomeCut
 }
 
 // paramLines lists the parameters as "• *name:* value", each value within
@@ -131,9 +136,10 @@ func costText(cost float64, unit string) string {
 }
 
 // riskText is the risk assessment in one context element: the badge,
-// reversibility and confidence, then the factors and consequences. An
-// irreversible action the proposal does not show is flagged here.
-func riskText(d aah.Decision) string {
+// reversibility and confidence, then the factors and consequences (cut
+// reports some shortened or left out). An irreversible action the proposal
+// does not show is flagged here.
+func riskText(d aah.Decision) (text string, cut bool) {
 	var parts []string
 	rk := d.Review.Risk
 	if rk != nil && rk.Level != "" {
@@ -154,14 +160,19 @@ func riskText(d aah.Decision) string {
 	}
 	lines := []string{strings.Join(parts, " · ")}
 	if rk != nil {
-		if len(rk.Factors) > 0 {
-			lines = append(lines, "*Risk factors:* "+joinItems(rk.Factors, riskListBudget))
-		}
-		if len(rk.Consequences) > 0 {
-			lines = append(lines, "*Possible consequences:* "+joinItems(rk.Consequences, riskListBudget))
+		for _, list := range []struct {
+			label string
+			items []string
+		}{{"Risk factors", rk.Factors}, {"Possible consequences", rk.Consequences}} {
+			if len(list.items) == 0 {
+				continue
+			}
+			joined, listCut := joinItems(list.items, riskListBudget)
+			lines = append(lines, "*"+list.label+":* "+joined)
+			cut = cut || listCut
 		}
 	}
-	return strings.TrimSpace(strings.Join(lines, "\n"))
+	return strings.TrimSpace(strings.Join(lines, "\n")), cut
 }
 
 // riskBadge is a risk level as a colored badge.
@@ -179,22 +190,25 @@ func riskBadge(level string) string {
 	return "*" + plain(escape(level), 30) + " risk*"
 }
 
-// joinItems joins items with "; " within budget, counting those left out.
-func joinItems(items []string, budget int) string {
+// joinItems joins items with "; " within budget, each within riskItemBudget,
+// counting those left out; cut reports any shortened or left out.
+func joinItems(items []string, budget int) (string, bool) {
 	var b strings.Builder
+	cut := false
 	for i, it := range items {
-		piece, _ := fit(oneLine(it), 200, "…")
+		piece, pieceCut := fit(oneLine(it), riskItemBudget, "…")
 		if i > 0 {
 			piece = "; " + piece
 		}
 		more := fmt.Sprintf("; …and %d more", len(items)-i)
 		if b.Len() > 0 && utf8.RuneCountInString(b.String())+utf8.RuneCountInString(piece)+len(more) > budget {
 			b.WriteString(more)
-			break
+			return b.String(), true
 		}
 		b.WriteString(piece)
+		cut = cut || pieceCut
 	}
-	return b.String()
+	return b.String(), cut
 }
 
 // oneLine folds white space (newlines included) into single spaces.
@@ -205,4 +219,42 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 func code(s string, limit int) string {
 	out, _ := fit(strings.ReplaceAll(oneLine(s), "`", ""), limit, "…")
 	return "`" + out + "`"
+}
+
+// reviewDetails is the review extension in full for "View details": the
+// parameters, the expected outcome and the risk lists the message may
+// have shortened.
+func reviewDetails(d aah.Decision) []slack.Block {
+	rv := d.Review
+	if rv == nil {
+		return nil
+	}
+	var out []slack.Block
+	list := func(heading string, lines []string) {
+		if len(lines) > 0 {
+			out = append(out, chunks("*"+heading+"*\n• "+strings.Join(lines, "\n• "))...)
+		}
+	}
+	if a := rv.Action; a != nil {
+		var params []string
+		for _, name := range parameterNames(a) {
+			params = append(params, "*"+escape(name)+":* "+escape(valueString(a.Parameters[name])))
+		}
+		list("Parameters", params)
+		if a.ExpectedOutcome != "" {
+			out = append(out, chunks("*Expected outcome*\n"+escape(a.ExpectedOutcome))...)
+		}
+	}
+	if rk := rv.Risk; rk != nil {
+		escaped := func(items []string) []string {
+			out := make([]string, len(items))
+			for i, it := range items {
+				out[i] = escape(it)
+			}
+			return out
+		}
+		list("Risk factors", escaped(rk.Factors))
+		list("Possible consequences", escaped(rk.Consequences))
+	}
+	return out
 }
