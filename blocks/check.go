@@ -62,8 +62,8 @@ func Check(req *aah.Request) []aah.FieldError {
 
 // blockCount renders the request in its largest state (open, reviewers
 // mentioned, and when it may have them, a follow-up line and an escalation
-// by hand with its banner) and reports the block count and the blocks each decision takes
-// (its question and controls, and its review extension's blocks).
+// by hand with its banner) and reports the block count and the blocks each
+// decision takes (its question and controls, and its review's blocks).
 func blockCount(req *aah.Request) (total int, perDecision []int) {
 	st := State{Status: aah.StatusPending, Version: 1, ReceivedAt: time.Unix(0, 0), Mentions: []string{"x"}}
 	if len(req.Handoff.ParentArtifactIDs) > 0 {
