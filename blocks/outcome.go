@@ -243,6 +243,20 @@ func followUpLine(f FollowUp) string {
 	return line
 }
 
+// DirectiveOutcome says in a few words how a directive ended a request,
+// for sentences like "it was deferred by <@U1>" (a reminder's last copy).
+func DirectiveOutcome(dir aah.Directive) string {
+	switch dir.Verb {
+	case aah.VerbDefer:
+		return fmt.Sprintf("was deferred by <@%s>", dir.By.ID)
+	case aah.VerbChangePlan:
+		return fmt.Sprintf("was sent back for a new plan by <@%s>", dir.By.ID)
+	case aah.VerbAbort:
+		return fmt.Sprintf("was aborted by <@%s>", dir.By.ID)
+	}
+	return fmt.Sprintf("was closed (%s) by <@%s>", escape(string(dir.Verb)), dir.By.ID)
+}
+
 // directiveFallback is the notification text of a request a directive
 // closed: the directive, the title and the directive's text (escaped; the
 // mention is Slack's).

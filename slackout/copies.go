@@ -243,7 +243,10 @@ func (h timerDeps) closedCopy(ctx context.Context, req *aah.Request, rec store.R
 	if outcome == "" {
 		outcome = "is closed (" + string(rec.Status) + ")"
 	}
-	if rec.Status == aah.StatusResolved && rec.ResolvedBy.ID != "" {
+	switch {
+	case rec.Directive != nil:
+		outcome = blocks.DirectiveOutcome(*rec.Directive)
+	case rec.Status == aah.StatusResolved && rec.ResolvedBy.ID != "":
 		outcome += " by <@" + rec.ResolvedBy.ID + ">"
 	}
 	head := fmt.Sprintf(":white_check_mark: *Reminder:* *%s* no longer waits for a decision: it %s.", title, outcome)

@@ -149,3 +149,21 @@ func TestPostWithoutFollowUpWhenLookupFails(t *testing.T) {
 		t.Errorf("the failed look-up is not logged: %q", logged)
 	}
 }
+
+// A reminder's last copy says how a directive ended the request, not that
+// it "was decided".
+func TestClosedReminderCopyNamesTheDirective(t *testing.T) {
+	t.Parallel()
+	req := &aah.Request{Artifact: aah.Artifact{ID: "r1", Title: "Scale"}}
+	rec := store.Record{ID: "r1", Status: aah.StatusResolved, ResolvedBy: aah.Person{ID: "U0BOB"},
+		Directive: &aah.Directive{Verb: aah.VerbAbort, Text: "incident", By: aah.Person{ID: "U0BOB"}}}
+	h := timerDeps{log: slog.New(slog.DiscardHandler)}
+	text, _ := h.closedCopy(context.Background(), req, rec, "remind:1:U0ALICE")
+	if !strings.Contains(text, "it was aborted by <@U0BOB>") || strings.Contains(text, "decided") {
+		t.Errorf("closed reminder = %q", text)
+	}
+	rec.Directive = nil
+	if text, _ := h.closedCopy(context.Background(), req, rec, "remind:1:U0ALICE"); !strings.Contains(text, "was decided by <@U0BOB>") {
+		t.Errorf("closed reminder without a directive = %q", text)
+	}
+}
