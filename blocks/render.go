@@ -306,6 +306,14 @@ func (r *renderer) progressLine() string {
 	if timedOut > 0 {
 		line += fmt.Sprintf(" · %d timed out", timedOut)
 	}
+	if verbs := requestVerbs(r.req); r.open() && len(verbs) > 0 {
+		// An overflow menu shows only "⋯": say what it holds.
+		names := make([]string, len(verbs))
+		for i, v := range verbs {
+			names[i] = strings.ReplaceAll(string(v), "_", " ")
+		}
+		line += " · ⋯ to " + strings.Join(names, ", ")
+	}
 	return line + fmt.Sprintf(" · ID `%s`", r.req.Artifact.ID)
 }
 
