@@ -39,6 +39,7 @@
 //	refusals (audited) and the shared         approval.go     Core.act, Core.Check, Refusal
 //	  update of every reviewer action
 //	what the message shows of a record        view.go         View, ListItem
+//	  (and the request it follows up)                         FollowUpOf
 //	standing approvals: who may grant, what   grants.go,      Core.Grant, RevokeGrant, Grants;
 //	  a grant covers (matched in the create     grants_match.go grantMatcher
 //	  transaction), who may revoke

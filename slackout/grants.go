@@ -5,7 +5,6 @@ import (
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/approval"
-	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/store"
 )
 
@@ -29,13 +28,4 @@ func grantRefs(rec store.Record, req *aah.Request) []aah.GrantRef {
 		}
 	}
 	return out
-}
-
-// withGrantNotice is msg, or the grant notice of a request a standing
-// approval resolved (its post and every sync of it show the notice).
-func withGrantNotice(msg blocks.Message, rec store.Record, req *aah.Request) blocks.Message {
-	if refs := grantRefs(rec, req); refs != nil {
-		return blocks.GrantNotice(req.Artifact.Title, rec.Agent, refs)
-	}
-	return msg
 }
