@@ -57,6 +57,13 @@ func (h *harness) waitEphemeralWith(u slackUser, want string) {
 	}
 }
 
+// messageHas reports whether the message's blocks hold want.
+func messageHas(h *harness, channel, ts, want string) bool {
+	h.t.Helper()
+	m, found := h.emu.Message(channel, ts)
+	return found && strings.Contains(string(m.Blocks), want)
+}
+
 // revokeClick is a click on a Revoke button (the notice's) as u.
 func (h *harness) revokeClick(u slackUser, grantID, ts string) response {
 	h.t.Helper()
@@ -87,8 +94,11 @@ func TestStandingApprovalThroughSlack(t *testing.T) {
 func testStandingApprovalThroughSlack(t *testing.T, h *harness) {
 	h.startJobs()
 	origin := h.postAndWait(scaleRequest(t, "origin-1"))
+	if ch, ts := h.messageOf(origin); !messageHas(h, ch, ts, `"action_id":"`+blocks.ActionApproveSimilar+`"`) {
+		t.Error(`the request's message offers no "Approve similar…"`)
+	}
 
-	ok(t, h.click(alice, origin, "scale", button(blocks.ActionApproveSimilar, "")))
+	ok(t, h.click(alice, origin, "scale", button(blocks.ActionApproveSimilar, "scale")))
 	calls, err := h.emu.WaitForCalls(ctxTimeout(t, guard), "views.open", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +199,11 @@ func TestStandingApprovalsOff(t *testing.T) {
 	h := newHarness(t)
 	h.startJobs()
 	id := h.postAndWait(scaleRequest(t, "off-1"))
-	ok(t, h.click(alice, id, "scale", button(blocks.ActionApproveSimilar, "")))
+	if ch, ts := h.messageOf(id); messageHas(h, ch, ts, blocks.ActionApproveSimilar) {
+		t.Error(`with standing approvals off the message offers "Approve similar…"`)
+	}
+	// A click crafted anyway (an old message) is refused with the reason.
+	ok(t, h.click(alice, id, "scale", button(blocks.ActionApproveSimilar, "scale")))
 	h.waitEphemeralWith(alice, "Standing approvals are off")
 	if n := len(h.emu.CallsTo("views.open")); n != 0 {
 		t.Errorf("views.open called %d times", n)
