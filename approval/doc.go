@@ -40,6 +40,9 @@
 //	  update of every reviewer action
 //	what the message shows of a record        view.go         View, ListItem
 //	  (and the request it follows up)                         FollowUpOf
+//	standing approvals: who may grant, what   grants.go,      Core.Grant, RevokeGrant, Grants;
+//	  a grant covers (matched in the create     grants_match.go grantMatcher
+//	  transaction), who may revoke
 //	decision metrics: first answer, closes    metrics.go      Core.update, Metrics
 //	  by outcome (once, by the committer)
 //

@@ -106,6 +106,10 @@ type Options struct {
 	// replayed signed request or a redelivered envelope is not applied
 	// again; default Requests, when it implements ReplayStore.
 	Replays ReplayStore
+
+	// Grants are the standing approvals ("Approve similar…", Revoke,
+	// /approvals grants); default Decisions, when it implements Grants.
+	Grants Grants
 }
 
 // grantLimit is what knows the longest standing approval (the core, once
@@ -138,6 +142,9 @@ func New(opts Options) (*Slack, error) {
 	}
 	if opts.Lists == nil {
 		opts.Lists, _ = opts.Requests.(Lister)
+	}
+	if opts.Grants == nil {
+		opts.Grants, _ = opts.Decisions.(Grants)
 	}
 	if opts.Home == nil {
 		opts.Home, _ = opts.Requests.(HomeStore)

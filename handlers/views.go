@@ -34,6 +34,8 @@ func (s *Slack) viewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 		return s.reply(ctx, blocks.BlockComment, "comment", ref, by, out, err)
 	case blocks.ModalReject:
 		return s.rejectWithReason(ctx, ref, by, comment.Value)
+	case blocks.ModalGrant:
+		return s.grantSubmission(ctx, ref, by, values)
 	case blocks.ModalInput:
 		_, req, err := s.opts.Requests.Load(ctx, ref.RequestID)
 		if err != nil {

@@ -35,6 +35,10 @@ type NewRequest struct {
 	// NoRequester: the request names nobody to tell how it ended, so
 	// closing it schedules no JobNotify.
 	NoRequester bool
+	// MatchGrants, when set, may resolve the request at once by its
+	// agent's standing approvals, in the create transaction itself
+	// (grants.go): nil leaves it pending.
+	MatchGrants GrantMatch
 }
 
 // Record is a stored request and everything known about it since.
