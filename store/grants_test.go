@@ -74,7 +74,9 @@ func testGrants(t *testing.T, b backend) {
 		got.FromRequest != "origin-1" || got.Comment != "deploys today" || !got.RevokedAt.IsZero() {
 		t.Fatalf("GetGrant = %+v, %v", got, err)
 	}
-	other := f.mustGrant(t, "reporter", "send_report", time.Hour)
+	// A later expiry than g's: the list is soonest to expire first, and
+	// two grants made in the same millisecond would tie.
+	other := f.mustGrant(t, "reporter", "send_report", time.Hour+time.Minute)
 	for _, q := range []struct {
 		agent string
 		want  []string
