@@ -94,7 +94,9 @@ func TestModify(t *testing.T) {
 		{"the verb is not accepted", func(t *testing.T) store.Record {
 			return reviewed(t, reviewers(nil, alice), scaleReview([]any{"approve", "reject", "defer"}))
 		}, alice, map[string]any{"replicas": 4.0}, RuleVerb, "", false},
-		{"no review extension", func(t *testing.T) store.Record { return pending(requestDoc(t, []any{shipDecision}, reviewers(nil, alice), "")) },
+		{"no review extension", func(t *testing.T) store.Record {
+			return pending(requestDoc(t, []any{shipDecision}, reviewers(nil, alice), ""))
+		},
 			alice, map[string]any{"replicas": 4.0}, RuleVerb, "", false},
 		{"gated by a quorum", func(t *testing.T) store.Record {
 			return reviewed(t, reviewers(map[string]any{"quorum": 2}, alice, bob), scaleReview(nil))
@@ -303,7 +305,9 @@ func TestDirectRefusals(t *testing.T) {
 		{"not accepted", func(t *testing.T) store.Record {
 			return reviewed(t, reviewers(nil, alice), scaleReview([]any{"approve", "reject", "defer"}))
 		}, alice, aah.VerbAbort, "stop", RuleVerb, ""},
-		{"no review extension", func(t *testing.T) store.Record { return pending(requestDoc(t, []any{shipDecision}, reviewers(nil, alice), "")) },
+		{"no review extension", func(t *testing.T) store.Record {
+			return pending(requestDoc(t, []any{shipDecision}, reviewers(nil, alice), ""))
+		},
 			alice, aah.VerbDefer, "later", RuleVerb, ""},
 		{"not a directive", func(t *testing.T) store.Record { return reviewed(t, reviewers(nil, alice), scaleReview(nil)) },
 			alice, aah.VerbModify, "x", RuleInvalid, ""},
