@@ -53,8 +53,8 @@ func (c *Core) Direct(ctx context.Context, requestID string, by aah.Person, verb
 		return Outcome{Record: rec}, nil
 	}
 	out, err := c.act(ctx, requestID, by, string(verb), func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
-		if !requestAccepts(req, verb) {
-			return nil, &Refusal{Reason: fmt.Sprintf("This request does not accept %s: the agent did not offer it.", verbWords(verb)), Rule: RuleVerb}
+		if err := offered(req, verb); err != nil {
+			return nil, err
 		}
 		if err := g.mayDecide(); err != nil {
 			return nil, err
@@ -92,4 +92,12 @@ func verbWords(v aah.Verb) string {
 		return "escalating by hand"
 	}
 	return string(v)
+}
+
+// offered refuses a request-level verb the request does not accept.
+func offered(req *aah.Request, verb aah.Verb) error {
+	if !requestAccepts(req, verb) {
+		return &Refusal{Reason: fmt.Sprintf("This request does not accept %s: the agent did not offer it.", verbWords(verb)), Rule: RuleVerb}
+	}
+	return nil
 }

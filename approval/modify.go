@@ -31,14 +31,8 @@ func (c *Core) Modify(ctx context.Context, requestID, decisionID string, by aah.
 		if !ok {
 			return nil, &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", decisionID), Field: FieldDecision, Rule: RuleInvalid}
 		}
-		if !decisionAccepts(dec, aah.VerbModify) {
-			return nil, &Refusal{Reason: fmt.Sprintf("“%s” cannot be approved with changes: the agent accepts no edited parameters for it.", dec.Prompt),
-				Rule: RuleVerb}
-		}
-		if g.gated(dec) {
-			return nil, &Refusal{Reason: fmt.Sprintf("“%s” needs several sign-offs (a quorum or required roles), so it cannot be "+
-				"approved with changes: the others would have approved something else. Approve or reject it as proposed.", dec.Prompt),
-				Rule: RuleVerb}
+		if err := modifiable(dec, g); err != nil {
+			return nil, err
 		}
 		if err := g.mayDecide(); err != nil {
 			return nil, err
@@ -71,4 +65,19 @@ func (c *Core) Modify(ctx context.Context, requestID, decisionID string, by aah.
 		}
 		return c.answerWith(rec, req, g, out, answers, by, map[string]any{decisionID: true}, o, commented)
 	})
+}
+
+// modifiable refuses modify on a decision that does not accept it, or that
+// needs several sign-offs (see Modify).
+func modifiable(dec aah.Decision, g grant) error {
+	if !decisionAccepts(dec, aah.VerbModify) {
+		return &Refusal{Reason: fmt.Sprintf("“%s” cannot be approved with changes: the agent accepts no edited parameters for it.", dec.Prompt),
+			Rule: RuleVerb}
+	}
+	if g.gated(dec) {
+		return &Refusal{Reason: fmt.Sprintf("“%s” needs several sign-offs (a quorum or required roles), so it cannot be "+
+			"approved with changes: the others would have approved something else. Approve or reject it as proposed.", dec.Prompt),
+			Rule: RuleVerb}
+	}
+	return nil
 }

@@ -48,8 +48,8 @@ func (c *Core) Reassign(ctx context.Context, requestID string, by aah.Person, to
 		return Outcome{}, &Refusal{Reason: "You cannot escalate a request to yourself: name someone else.", Field: FieldTo, Rule: RuleInvalid}
 	}
 	return c.act(ctx, requestID, by, string(aah.VerbEscalate), func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
-		if !requestAccepts(req, aah.VerbEscalate) {
-			return nil, &Refusal{Reason: "This request does not accept escalating by hand: the agent did not offer it.", Rule: RuleVerb}
+		if err := offered(req, aah.VerbEscalate); err != nil {
+			return nil, err
 		}
 		if err := g.mayDecide(); err != nil {
 			return nil, err

@@ -50,6 +50,14 @@ func (s *Slack) blockActions(ctx context.Context, cb *slack.InteractionCallback)
 		case blocks.ActionOpenInput, blocks.ActionComment, blocks.ActionDetails, blocks.ActionRejectReason, blocks.ActionRejectAllReason:
 			s.openModal(ctx, a.ActionID, cb.TriggerID, requestID, decisionID, channel, by)
 			continue
+		case blocks.ActionModify, blocks.ActionVerbs:
+			// Modify's button, or the request's overflow menu of verbs (verbs.go).
+			verb := aah.VerbModify
+			if a.ActionID == blocks.ActionVerbs {
+				verb = aah.Verb(a.SelectedOption.Value)
+			}
+			s.openVerbModal(ctx, verb, cb.TriggerID, requestID, decisionID, channel, by)
+			continue
 		default:
 			continue
 		}
