@@ -230,7 +230,7 @@ func (h timerDeps) closedCopy(req *aah.Request, rec store.Record, effect string)
 	k, to, _ := strings.Cut(rest, ":")
 	if kind == store.JobEscalate {
 		step, _ := strconv.Atoi(k)
-		return escalationMessage(blocks.Render(req, approval.View(rec, h.defaults)), escalationIntro(req, step, !aah.IsSlackUserID(to)))
+		return escalationMessage(blocks.Render(req, approval.View(rec, h.defaults)), escalationIntro(req, rec, step, !aah.IsSlackUserID(to)))
 	}
 	title := blocks.Escape(req.Artifact.Title)
 	if link := rec.Slack.Permalink; link != "" {
