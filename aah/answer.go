@@ -170,8 +170,9 @@ func (a *Answer) UnmarshalJSON(b []byte) error {
 }
 
 // CheckAnswer validates a value for a decision: its type, its options and its
-// constraints. It returns the value normalised (dates as given, multi_choice
-// selections in option order).
+// constraints. It returns the value normalised (dates as given, date-times
+// of a date-time decision in UTC to the second, multi_choice selections in
+// option order).
 func CheckAnswer(d Decision, v any) (any, error) {
 	switch d.Type {
 	case TypeApproval:
@@ -219,12 +220,7 @@ func CheckAnswer(d Decision, v any) (any, error) {
 		}
 		return f, CheckNumber(d, f)
 	case TypeDate:
-		s, ok := v.(string)
-		if !ok {
-			return nil, fmt.Errorf("a date answer is an ISO 8601 date")
-		}
-		_, err := ParseDateValue(s)
-		return s, err
+		return checkDateAnswer(d, v)
 	}
 	return nil, fmt.Errorf("unknown decision type %q", d.Type)
 }

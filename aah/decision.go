@@ -165,12 +165,16 @@ func (p *parser) constraints(n node, d *Decision) {
 	if !p.object(cn, false) {
 		return
 	}
+	if d.Type == TypeDate {
+		p.dateConstraints(cn, d)
+		return
+	}
 	c := &d.Constraints
 	c.Min, c.Max = p.number(cn.field("min")), p.number(cn.field("max"))
 	c.Pattern = p.str(cn.field("pattern"), false)
 	switch d.Type {
-	case TypeApproval, TypeChoice, TypeDate:
-		p.fail(cn, "a %s decision takes no constraints (they apply to text, number and multi_choice)", d.Type)
+	case TypeApproval, TypeChoice:
+		p.fail(cn, "a %s decision takes no constraints (they apply to text, number, multi_choice and date)", d.Type)
 		return
 	case TypeNumber:
 		if !cn.field("pattern").absent() {
@@ -268,7 +272,7 @@ func (p *parser) defaultValue(n node, d Decision) any {
 	case TypeDate:
 		s := p.str(n, false)
 		if _, isString := n.v.(string); isString {
-			if _, err := ParseDateValue(s); err != nil {
+			if err := CheckDate(d, s); err != nil {
 				p.fail(n, "%v", err)
 			}
 		}
@@ -369,7 +373,8 @@ func ParseDateValue(s string) (time.Time, error) {
 // Approval buttons and the text and number input buttons show no selection,
 // so their defaults are never preselected. ok is false when the control shows
 // nothing selected. A date default given as a date-time is preselected as
-// its calendar date, which is what the picker shows and would send.
+// its calendar date, which is what the picker shows and would send; a
+// date-time decision's default as its UTC instant to the second.
 func (d Decision) PreselectedDefault() (v any, ok bool) {
 	switch d.Type {
 	case TypeChoice:
@@ -386,6 +391,11 @@ func (d Decision) PreselectedDefault() (v any, ok bool) {
 		t, err := ParseDateValue(s)
 		if err != nil {
 			return nil, false
+		}
+		if d.Review != nil && d.Review.DateTime {
+			// A datetimepicker shows an instant and sends it back in Unix
+			// seconds; a date default is that day's midnight UTC.
+			return t.UTC().Truncate(time.Second).Format(time.RFC3339), true
 		}
 		return t.Format(DateOnlyLayout), true
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,6 +52,14 @@ func fuzzSeeds(f *testing.F) {
 		`"content":{"body":{"schema":"aah:decision/request@1.0","data":{"decisions":[{"id":"a","type":"approval","prompt":"P","required":true}],` +
 		`"deadline":"2099-01-01T00:00:00Z","escalation":[{"after":"PT1H","to":"x"},{"after":"2d","to":"y"}]}}},` +
 		`"handoff":{"priority":"urgent","response_url":"https://10.0.0.1/cb"},"extensions":{"slack":{"channel":"#a","reviewers":["U123","a@b.co"]}}}`))
+	// The review extension, date bounds and lineage.
+	f.Add([]byte(`{"aah_version":"0.1","artifact":{"type":"decision/request","title":"T"},"source":{"agent_id":"a"},` +
+		`"content":{"body":{"schema":"aah:decision/request@1.0","data":{"decisions":[{"id":"a","type":"approval","prompt":"P","required":true},` +
+		`{"id":"d","type":"date","prompt":"P","required":false,"constraints":{"min":"2026-03-01","max":"2026-03-02T10:00:00Z"},"default":"2026-03-02"}]}}},` +
+		`"handoff":{"parent_artifact_ids":["aah_1"]},"extensions":{"decisions":{"a":{"proposed_action":{"tool_name":"t","parameters":{"n":2,"s":"x"},"reversible":false},` +
+		`"risk_assessment":{"risk_level":"critical","confidence":0.5},"responses":["approve","modify","abort"],` +
+		`"editable":{"n":{"type":"integer","minimum":1,"maximum":3},"s":{"type":"string","enum":["x","y"]}},"action_key":"t:x"},` +
+		`"d":{"precision":"datetime"}}}}`))
 	for _, s := range []string{``, `{}`, `[]`, `null`, `{"aah_version":"0.1"}]`, `{"a":1} {"a":2}`, `{"aah_version":"2"}`, "\xff", "{\"x\xff\":\"\\ud800\"}"} {
 		f.Add([]byte(s))
 	}
@@ -74,6 +83,44 @@ func checkTypedDefault(d aah.Decision) error {
 	}
 	if !ok {
 		return fmt.Errorf("decision %q of type %s has default %#v (%T)", d.ID, d.Type, d.Default, d.Default)
+	}
+	return nil
+}
+
+// checkReview reports a parsed review that breaks the extension's rules:
+// an approval's verbs on another decision, modify with nothing to edit, an
+// editable parameter whose proposed value is not a valid edit, a parameter
+// set that does not encode.
+func checkReview(d aah.Decision) error {
+	rv := d.Review
+	if rv == nil {
+		return nil
+	}
+	for _, v := range rv.Responses {
+		if (v == aah.VerbApprove || v == aah.VerbReject || v == aah.VerbModify) && d.Type != aah.TypeApproval {
+			return fmt.Errorf("decision %q (%s) accepts %s", d.ID, d.Type, v)
+		}
+	}
+	if slices.Contains(rv.Responses, aah.VerbModify) && (rv.Action == nil || len(rv.Editable) == 0) {
+		return fmt.Errorf("decision %q accepts modify with nothing to edit", d.ID)
+	}
+	if len(rv.Editable) > 0 {
+		current := map[string]any{}
+		for _, e := range rv.Editable {
+			current[e.Name] = rv.Action.Parameters[e.Name]
+		}
+		full, err := aah.CheckParameters(d, current)
+		if err != nil || !reflect.DeepEqual(full, rv.Action.Parameters) {
+			return fmt.Errorf("decision %q: its proposed values are not a valid edit: %v", d.ID, err)
+		}
+	}
+	if rv.Action != nil {
+		if _, err := json.Marshal(rv.Action.Parameters); err != nil {
+			return fmt.Errorf("decision %q: parameters do not encode: %v", d.ID, err)
+		}
+	}
+	if rv.ActionKey != "" && !aah.ValidActionKey(rv.ActionKey) {
+		return fmt.Errorf("decision %q: invalid action key %q", d.ID, rv.ActionKey)
 	}
 	return nil
 }
@@ -137,6 +184,9 @@ func FuzzParse(f *testing.F) {
 			}
 			ids[d.ID] = true
 			if err := checkTypedDefault(d); err != nil {
+				t.Error(err)
+			}
+			if err := checkReview(d); err != nil {
 				t.Error(err)
 			}
 		}

@@ -238,6 +238,7 @@ func (p *parser) request(root node) *Request {
 	if ext := root.field("extensions"); p.object(ext, false) {
 		p.slackHints(ext.field("slack"), r)
 		p.eventSubscription(ext.field("events"), r)
+		p.reviews(ext.field("decisions"), r)
 		if od := ext.field("on_deadline"); !od.absent() {
 			switch a := DeadlineAction(p.str(od, true)); a {
 			case DeadlineExpire, DeadlineApplyDefaults, DeadlineReject, DeadlineApprove:
@@ -420,6 +421,7 @@ func (p *parser) handoff(n node, r *Request) {
 	if h.Priority != "" && !knownPriority(h.Priority) {
 		p.fail(n.field("priority"), "must be one of low, normal, medium, high, urgent, critical; got %q", h.Priority)
 	}
+	p.parentArtifactIDs(n.field("parent_artifact_ids"), h)
 	un := n.field("response_url")
 	h.ResponseURL = p.str(un, false)
 	if h.ResponseURL != "" {

@@ -273,7 +273,7 @@ func badCases() []badCase {
 		{name: "constraints on an approval", edits: []edit{set(d0+".constraints", js(`{"max":1}`))}, want: one(d0+".constraints", "takes no constraints")},
 		{name: "constraints on a choice", edits: []edit{set(d2+".constraints", js(`{"min":1}`))}, want: one(d2+".constraints", "a choice decision takes no constraints")},
 		{name: "empty constraints on a choice", edits: []edit{set(d2+".constraints", js(`{}`))}, want: one(d2+".constraints", "takes no constraints")},
-		{name: "constraints on a date", edits: []edit{dateWith(`,"constraints":{"min":1}`)}, want: one(d0+".constraints", "a date decision takes no constraints")},
+		{name: "constraints on a date", edits: []edit{dateWith(`,"constraints":{"min":1}`)}, want: one(d0+".constraints.min", "bounds a date: an ISO 8601 date (2026-02-17) or date-time, got a number")},
 		{name: "constraints a string", edits: []edit{textWith(`,"constraints":"max 5"`)}, want: one(d0+".constraints", "must be an object, got a string")},
 		{name: "text min greater than max", edits: []edit{textWith(`,"constraints":{"min":10,"max":5}`)}, want: one(d0+".constraints", "min (10) is greater than max (5)")},
 		{name: "text max 5000", edits: []edit{textWith(`,"constraints":{"max":5000}`)}, want: one(d0+".constraints.max", "a whole number from 0 to 3000")},
@@ -721,7 +721,6 @@ func TestParseToleratesUnknownFields(t *testing.T) {
 		unknown("extensions"), unknown("extensions.slack"), set("extensions.other_framework", js(`{"ui":{"color":"red"}}`)),
 		set(decPath(0)+".rendering_hint", "checkbox"),
 		set("source.agent_version", js(`3`)),
-		set("handoff.parent_artifact_ids", js(`["aah_x"]`)),
 	)
 	req := mustParse(t, raw, aah.ParseOptions{Now: seedNow})
 	base := mustParse(t, seedBytes(t), aah.ParseOptions{Now: seedNow})

@@ -244,7 +244,13 @@ func BuildResponse(req *Request, answers map[string]Answer, opts ResponseOptions
 		data.Responses = append(data.Responses, decisionAnswer(d, answers[d.ID], len(people) > 1))
 	}
 	data.OverallStatus = OverallStatus(req, answers, opts.Outcome)
-	data.Summary = Summary(req, answers, opts.Outcome)
+	if dir := opts.Directive; dir != nil {
+		data.Directive = responseDirective(*dir)
+		data.OverallStatus = OverallPending // nothing was decided
+		data.Summary = summary(req, answers, directiveSentence(*dir))
+	} else {
+		data.Summary = Summary(req, answers, opts.Outcome)
+	}
 	return resp
 }
 
@@ -292,6 +298,7 @@ func decisionAnswer(d Decision, a Answer, namePeople bool) DecisionAnswer {
 	default:
 		out.Value = v
 	}
+	reviewFields(d, a, v, &out)
 	if a.Defaulted || a.TimedOut {
 		out.Defaulted, out.TimedOut = a.Defaulted, a.TimedOut
 		return out

@@ -62,7 +62,7 @@ type Review struct {
 	// approval decision, the plain answer for the others.
 	Responses []Verb
 	// Editable are the parameters of Action.Parameters a reviewer may edit
-	// when modifying, in the order the document lists them.
+	// when modifying, in Action.ParameterOrder.
 	Editable []EditableParam
 	// RejectReasons are short reasons the agent offers a reviewer who
 	// rejects (HumanLayer's reject options); the reviewer may also write
@@ -85,7 +85,9 @@ type ProposedAction struct {
 	ToolName   string
 	// Parameters are the action's parameters as decoded JSON (string,
 	// float64, bool, nil, []any, map[string]any), in ParameterOrder.
-	Parameters      map[string]any
+	Parameters map[string]any
+	// ParameterOrder lists the parameter names sorted by name: the decoded
+	// document keeps no key order, and every reader must show them alike.
 	ParameterOrder  []string
 	ExpectedOutcome string
 	// Reversible is nil when the agent did not say; false marks an

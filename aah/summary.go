@@ -27,11 +27,21 @@ const (
 // every other decision as "<prompt>: <answer>"; answers that took the
 // decision's default are marked "(default)", defaults a reviewer accepted
 // as shown "(default accepted)", answers the on_deadline action gave
-// "(timed out)", and decisions nobody answered
+// "(timed out)", approvals given with edited parameters "(modified: replicas
+// 6 → 4)", rejections with a picked reason that reason, and decisions nobody answered
 // read "<prompt>: no answer". An expired request's summary starts with
 // "Expired before it was resolved." Long prompts, answers and comments are
 // shortened with "…" to keep within the bound.
 func Summary(req *Request, answers map[string]Answer, outcome string) string {
+	prefix := ""
+	if outcome == OutcomeExpired {
+		prefix = "Expired before it was resolved."
+	}
+	return summary(req, answers, prefix)
+}
+
+// summary is Summary opened by the sentence prefix ("" for none).
+func summary(req *Request, answers map[string]Answer, prefix string) string {
 	items := make([]summaryItem, 0, len(req.Data.Decisions))
 	for _, d := range req.Data.Decisions {
 		a := answers[d.ID]
@@ -52,8 +62,16 @@ func Summary(req *Request, answers map[string]Answer, outcome string) string {
 			it.notes = nil
 		case bool:
 			it.group = groupApproved
+			if x && a.Verb == VerbModify {
+				if ch := changeWords(d, a.Parameters); ch != "" {
+					it.notes = append(it.notes, "modified: "+ch)
+				}
+			}
 			if !x {
 				it.group = groupRejected
+				if r := oneLine(a.RejectReason); r != "" {
+					it.notes = append(it.notes, r)
+				}
 				if r, ok := a.Rationale(); ok && oneLine(r.Text) != "" {
 					it.notes = append(it.notes, oneLine(r.Text))
 				}
@@ -62,10 +80,6 @@ func Summary(req *Request, answers map[string]Answer, outcome string) string {
 			it.value = valueWords(d, v)
 		}
 		items = append(items, it)
-	}
-	prefix := ""
-	if outcome == OutcomeExpired {
-		prefix = "Expired before it was resolved."
 	}
 	// Shorten every prompt, answer and comment to ever fewer characters
 	// until the whole fits; as a last resort cut the paragraph itself.
@@ -146,6 +160,19 @@ func valueWords(d Decision, v any) string {
 		return oneLine(x)
 	}
 	return fmt.Sprint(v)
+}
+
+// changeWords is what a modify changed, as the summary writes it:
+// "replicas 6 → 4, service api → web".
+func changeWords(d Decision, edited map[string]any) string {
+	if d.Review == nil || d.Review.Action == nil {
+		return ""
+	}
+	var parts []string
+	for _, c := range ChangedParameters(d.Review.Action.Parameters, edited) {
+		parts = append(parts, oneLine(c.Name+" "+ParamText(c.From)+" → "+ParamText(c.To)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // sentence ends s with a full stop unless it already ends with one.

@@ -194,6 +194,8 @@ var printer = message.NewPrinter(language.English)
 var patternMessages = map[string]string{
 	"[^\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]": "must not be empty or blank",
 	`^0\.`:                                "must be an AAH 0.x version, e.g. 0.1",
+	`^$|^[0-9]{4}-[0-9]{2}-[0-9]{2}`:      "must be a date (2026-03-01) or an ISO 8601 date-time with a time zone",
+	`^$|^[A-Za-z0-9_.:/-]{1,128}$`:        "must be 1-128 characters of letters, digits and _ . : / -",
 	`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`: "must be 1-128 characters of letters, digits and _ . : - starting with a letter or digit",
 	`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`:   "must be 1-64 characters of letters, digits and _ . - starting with a letter or digit",
 	`^$|^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}T[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}([.,][0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$`: "must be an ISO 8601 date-time with a time zone, e.g. 2026-02-17T17:00:00Z",
@@ -206,7 +208,7 @@ var patternMessages = map[string]string{
 	`^[UWS][A-Z0-9]{2,20}$|@`:                                 "must be a Slack user id (U…/W…), a user group id (S…) or an email address",
 	`^S[A-Z0-9]{2,20}$`:                                       "must be a Slack user group id (S…)",
 	`^[A-Za-z0-9][A-Za-z0-9 _.-]{0,39}$`:                      "must be 1-40 letters, digits, spaces and _ . - starting with a letter or digit",
-	`^human:`:                                                 "must be \"human:\" followed by a Slack user id",
+	`^(human|agent):`:                                         "must be \"human:\" followed by a Slack user id, or \"agent:\" followed by an agent name",
 }
 
 // violations flattens the library's error tree to its leaves, the errors

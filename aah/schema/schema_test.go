@@ -97,10 +97,17 @@ func wantViolation(t testing.TB, err error, pointer, msg string) {
 
 func TestRequestSchemaAcceptsExamples(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ name, path string }{
-		{"seed 000", "../testdata/seed000_request.json"},
-		{"examples/marketing-strategy.json", "../../examples/marketing-strategy.json"},
-	} {
+	cases := []struct{ name, path string }{{"seed 000", "../testdata/seed000_request.json"}}
+	// Every request example the repository ships, so a new one cannot
+	// drift from the schema.
+	examples, err := filepath.Glob("../../examples/*.json")
+	if err != nil || len(examples) < 2 {
+		t.Fatalf("examples/*.json: %v (%d files)", err, len(examples))
+	}
+	for _, path := range examples {
+		cases = append(cases, struct{ name, path string }{strings.TrimPrefix(path, "../../"), path})
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			if err := schema.ValidateRequest(readFile(t, c.path)); err != nil {
@@ -305,6 +312,17 @@ func TestBrokenResponsesFail(t *testing.T) {
 		{"decided_by without name", []edit{set(data+"/responses/0/decided_by", map[string]any{"id": "U1"})}, data + "/responses/0/decided_by/name", "is required"},
 		{"empty parent ids", []edit{set("/handoff/parent_artifact_ids", []any{})}, "/handoff/parent_artifact_ids", "minItems"},
 		{"blank target agent", []edit{set("/handoff/target_agent", " ")}, "/handoff/target_agent", "must not be empty or blank"},
+		{"modified without parameters", []edit{set(data+"/responses/0/modified", true)}, data + "/responses/0/parameters", "is required"},
+		{"modified but rejected", []edit{set(data+"/responses/0/approved", false), set(data+"/responses/0/modified", true),
+			set(data+"/responses/0/parameters", map[string]any{}), set(data+"/responses/0/original_parameters", map[string]any{})},
+			data + "/responses/0/approved", "true"},
+		{"unknown action", []edit{set(data+"/responses/0/action", "defer")}, data + "/responses/0/action", "modify"},
+		{"grant without expiry", []edit{set(data+"/responses/0/grant", map[string]any{"id": "g1", "action_key": "k", "agent": "a",
+			"by": map[string]any{"id": "U1", "name": "A"}, "granted_at": "2026-02-16T14:00:00Z"})}, data + "/responses/0/grant/expires_at", "is required"},
+		{"defer without guidance", []edit{set(data+"/directive", map[string]any{"action": "defer",
+			"decided_by": map[string]any{"id": "U1", "name": "A"}, "decided_at": "2026-02-16T14:00:00Z"})}, data + "/directive/guidance", "is required"},
+		{"unknown directive", []edit{set(data+"/directive", map[string]any{"action": "pause", "reason": "x",
+			"decided_by": map[string]any{"id": "U1", "name": "A"}, "decided_at": "2026-02-16T14:00:00Z"})}, data + "/directive/action", "abort"},
 		{"not an object", []edit{}, "", "want object"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
