@@ -96,7 +96,7 @@ func verbWords(v aah.Verb) string {
 
 // offered refuses a request-level verb the request does not accept.
 func offered(req *aah.Request, verb aah.Verb) error {
-	if !requestAccepts(req, verb) {
+	if !req.Accepts(verb) {
 		return &Refusal{Reason: fmt.Sprintf("This request does not accept %s: the agent did not offer it.", verbWords(verb)), Rule: RuleVerb}
 	}
 	return nil

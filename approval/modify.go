@@ -37,16 +37,16 @@ func (c *Core) Modify(ctx context.Context, requestID, decisionID string, by aah.
 		if err := g.mayDecide(); err != nil {
 			return nil, err
 		}
-		full, err := checkParameters(dec, edited)
+		full, err := aah.CheckParameters(dec, edited)
 		if err != nil {
-			var pe *paramError
+			var pe *aah.ParamError
 			if errors.As(err, &pe) {
 				return nil, &Refusal{Reason: fmt.Sprintf("%s %s.", pe.Param, pe.Message), Field: FieldParam + pe.Param, Rule: RuleInvalid}
 			}
 			return nil, &Refusal{Reason: err.Error(), Rule: RuleInvalid}
 		}
 		o := answerOpts{}
-		if changes := changedParameters(dec.Review.Action.Parameters, full); len(changes) > 0 {
+		if changes := aah.ChangedParameters(dec.Review.Action.Parameters, full); len(changes) > 0 {
 			list := make([]map[string]any, len(changes))
 			for i, ch := range changes {
 				list[i] = map[string]any{"name": ch.Name, "from": ch.From, "to": ch.To}
@@ -70,7 +70,7 @@ func (c *Core) Modify(ctx context.Context, requestID, decisionID string, by aah.
 // modifiable refuses modify on a decision that does not accept it, or that
 // needs several sign-offs (see Modify).
 func modifiable(dec aah.Decision, g grant) error {
-	if !decisionAccepts(dec, aah.VerbModify) {
+	if !dec.Accepts(aah.VerbModify) {
 		return &Refusal{Reason: fmt.Sprintf("“%s” cannot be approved with changes: the agent accepts no edited parameters for it.", dec.Prompt),
 			Rule: RuleVerb}
 	}

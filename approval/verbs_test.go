@@ -469,3 +469,39 @@ func TestReassignRefusals(t *testing.T) {
 
 // rationale is the text of the answer's rationale, "" for none.
 func rationale(a aah.Answer) string { c, _ := a.Rationale(); return c.Text }
+
+// CheckVerb, before a verb's modal opens: the same refusals as the verb
+// itself, audited; nothing else changes.
+func TestCheckVerb(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	self := map[string]any{"requested_by": "U0RILEY"}
+	c, st := newCore(reviewed(t, reviewers(self, alice, riley), scaleReview([]any{"approve", "reject", "modify", "defer"}), shipDecision, budgetDecision), Policy{})
+	const scope = "_request" // blocks.RequestScope: a request-level verb's modal
+	gated, _ := newCore(reviewed(t, reviewers(map[string]any{"quorum": 2}, alice, bob), scaleReview(nil)), Policy{})
+	for _, tc := range []struct {
+		name     string
+		c        *Core
+		by       aah.Person
+		decision string
+		verb     aah.Verb
+		rule     string
+	}{
+		{"modify", c, alice, "ship", aah.VerbModify, ""},
+		{"defer", c, alice, scope, aah.VerbDefer, ""},
+		{"modify a decision without it", c, alice, "budget", aah.VerbModify, RuleVerb},
+		{"modify a gated decision", gated, alice, "ship", aah.VerbModify, RuleVerb},
+		{"a verb not offered", c, alice, scope, aah.VerbAbort, RuleVerb},
+		{"not a verb", c, alice, scope, "dance", RuleInvalid},
+		{"approve is no modal's", c, alice, scope, aah.VerbApprove, RuleInvalid},
+		{"not a reviewer", c, carol, scope, aah.VerbDefer, RuleReviewer},
+		{"the requester", c, riley, "ship", aah.VerbModify, RuleSelfApproval},
+	} {
+		if got := refusedBy(t, tc.c.CheckVerb(ctx, "req-1", tc.decision, tc.by, tc.verb)); got != tc.rule {
+			t.Errorf("%s: refused by %q, want %q", tc.name, got, tc.rule)
+		}
+	}
+	if rec, _ := st.Get(ctx, "req-1"); rec.Status != aah.StatusPending || rec.Version != 1 || len(st.events("click_refused")) != 6 {
+		t.Errorf("checks changed the request: %+v, %d refusals audited", rec, len(st.events("click_refused")))
+	}
+}

@@ -3,9 +3,6 @@ package handlers
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math"
-	"strconv"
 	"strings"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -113,9 +110,9 @@ func (s *Slack) modifySubmission(ctx context.Context, ref blocks.ModalRef, by aa
 		}
 		raw := in.Value
 		if e.Type == aah.ParamBoolean || len(e.Enum) > 0 {
-			raw = in.SelectedOption.Value
+			raw = in.SelectedOption.Value // the radio buttons' "true"/"false" (blocks.BoolTrue), or the menu's
 		}
-		v, err := parseParam(e, raw)
+		v, err := aah.ParseParamInput(e, raw)
 		if err != nil {
 			errs[block] = "This " + err.Error() + "."
 			continue
@@ -170,29 +167,4 @@ func (s *Slack) replyVerb(ctx context.Context, block, action string, ref blocks.
 		return fieldErrors(block, r.Reason)
 	}
 	return s.reply(ctx, block, action, ref, by, out, err)
-}
-
-// parseParam turns a modal input into the parameter's typed value.
-// TEMPORARY: aah.ParseParamInput once it lands on main.
-func parseParam(e aah.EditableParam, raw string) (any, error) {
-	switch e.Type {
-	case aah.ParamNumber, aah.ParamInteger:
-		f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return nil, fmt.Errorf("must be a number, like 4 or 2.5")
-		}
-		if e.Type == aah.ParamInteger && f != math.Trunc(f) {
-			return nil, fmt.Errorf("must be a whole number")
-		}
-		return f, nil
-	case aah.ParamBoolean:
-		switch raw {
-		case blocks.BoolTrue:
-			return true, nil
-		case blocks.BoolFalse:
-			return false, nil
-		}
-		return nil, fmt.Errorf("must be yes or no")
-	}
-	return raw, nil
 }
