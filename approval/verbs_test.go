@@ -8,9 +8,11 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/store"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // allVerbs is every response the review extension offers.
@@ -503,5 +505,25 @@ func TestCheckVerb(t *testing.T) {
 	}
 	if rec, _ := st.Get(ctx, "req-1"); rec.Status != aah.StatusPending || rec.Version != 1 || len(st.events("click_refused")) != 6 {
 		t.Errorf("checks changed the request: %+v, %d refusals audited", rec, len(st.events("click_refused")))
+	}
+}
+
+// A directive's close is counted once, under its verb's outcome.
+func TestDirectiveMetrics(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	st := newFakeStore(reviewed(t, reviewers(nil, alice), scaleReview(nil)))
+	c := New(st, Options{Now: func() time.Time { return t0 }, Directory: fakeDirectory{}, Metrics: m})
+	for range 2 {
+		if _, err := c.Direct(ctx, "req-1", alice, aah.VerbAbort, "stop the run"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for outcome, want := range map[string]float64{OutcomeAborted: 1, OutcomeDeferred: 0, OutcomeResolved: 0} {
+		if got, _, _ := sample(t, reg, "approvalbot_decisions_total", map[string]string{"outcome": outcome}); got != want {
+			t.Errorf("decisions{%s} = %v, want %v", outcome, got, want)
+		}
 	}
 }
