@@ -3,6 +3,7 @@ package bot_test
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -286,4 +287,49 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Two reviewers deferring and aborting the same request at once, through
+// Slack and the store's transactions: one directive wins, the request
+// closes once with one response, and the other is told it is closed.
+func TestConcurrentDirectivesCloseOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startJobs()
+	agent := newReceiver(t, testCallbackSecret)
+	id := h.postAndWait(approvalRequest(t, "verbs-race", map[string]any{"reviewers": []any{"U0ALICE", "U0BOB"}},
+		withReview(allVerbs...), withResponseURL(agent.srv.URL+"/d")))
+	submit := func(u slackUser, verb aah.Verb) response {
+		ref := blocks.ModalRef{RequestID: id, DecisionID: blocks.RequestScope, Channel: "C0APPROVALS", Verb: string(verb)}
+		return h.submitModal(u, blocks.ModalDirective, ref, map[string]map[string]any{blocks.BlockDirective: {"text": textInput("from " + u.name)}})
+	}
+	var wg sync.WaitGroup
+	results := make([]response, 2)
+	for i, u := range []slackUser{alice, bob} {
+		verb := []aah.Verb{aah.VerbDefer, aah.VerbAbort}[i]
+		wg.Go(func() { results[i] = submit(u, verb) })
+	}
+	wg.Wait()
+	closed := 0
+	for _, r := range results {
+		if strings.Contains(string(r.Body), "already resolved") {
+			closed++
+		} else if len(r.Body) > 0 {
+			t.Errorf("unexpected answer: %d %s", r.Status, r.Body)
+		}
+	}
+	rec := h.waitStatus(id, aah.StatusResolved)
+	entries := auditEvents(t, h, id)
+	if closed != 1 || rec.Directive == nil || countEvents(entries, "resolved") != 1 ||
+		countEvents(entries, "deferred")+countEvents(entries, "aborted") != 1 {
+		t.Fatalf("closed answers %d, directive %+v, audit %+v", closed, rec.Directive, entries)
+	}
+	data := responseData(t, agent.wait(t, guard).body)
+	if data.Directive == nil || data.Directive.Action != rec.Directive.Verb || data.Directive.DecidedBy.ID != rec.Directive.By.ID {
+		t.Errorf("response directive %+v, record %+v", data.Directive, rec.Directive)
+	}
+	h.waitIdle()
+	if n := len(agent.deliveries()); n != 1 {
+		t.Errorf("%d deliveries, want 1", n)
+	}
 }
