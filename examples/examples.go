@@ -25,6 +25,19 @@ import (
 //go:embed marketing-strategy.json
 var MarketingStrategy []byte
 
+// ScaleService is examples/scale-service.json, verbatim: a request using
+// the review extension (extensions.decisions: proposed actions, risk, the
+// responses a reviewer may give, editable parameters).
+//
+//go:embed scale-service.json
+var ScaleService []byte
+
+// The examples Options.Example names.
+const (
+	ExampleMarketing = "marketing"
+	ExampleScale     = "scale"
+)
+
 // Options are what a recipe changes in the example besides its dates.
 type Options struct {
 	// BotURL is where the bot listens (default http://localhost:8080).
@@ -43,6 +56,9 @@ type Options struct {
 	EventsURL string
 	// Token is the intake bearer token (INTAKE_TOKENS); local mode needs none.
 	Token string
+	// Example picks the request: ExampleMarketing (seed 000's, the
+	// default) or ExampleScale (examples/scale-service.json).
+	Example string
 }
 
 // ParseArgs reads `go run ./examples/submit`'s command line.
@@ -62,22 +78,30 @@ func ParseArgs(args []string, errOut io.Writer) (Options, error) {
 	fs.StringVar(&o.EventsURL, "events-url", "", "extensions.events.url: where the request's progress events are POSTed (default: none)")
 	fs.BoolVar(&o.SignOff, "signoff", false, "add the README's sign-off rules (extensions.slack)")
 	fs.StringVar(&o.Token, "token", "", "intake bearer token (not needed in local mode)")
+	fs.StringVar(&o.Example, "example", ExampleMarketing, "which request: marketing (seed 000's) or scale (examples/scale-service.json: proposed actions, risk, modify/defer/escalate/abort)")
 	if err := fs.Parse(args); err != nil {
 		return Options{}, err
 	}
 	if fs.NArg() > 0 {
 		return Options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if o.Example != ExampleMarketing && o.Example != ExampleScale {
+		return Options{}, fmt.Errorf("-example must be %s or %s, got %q", ExampleMarketing, ExampleScale, o.Example)
+	}
 	return o, nil
 }
 
 // Request returns the example as o asks, with its dates moved so that
-// artifact.created_at is now (to the second) and data.deadline and
-// handoff.response_deadline keep their offsets from it.
+// artifact.created_at is now (to the second) and data.deadline,
+// handoff.response_deadline and date bounds keep their offsets from it.
 func Request(now time.Time, o Options) ([]byte, error) {
+	src := MarketingStrategy
+	if o.Example == ExampleScale {
+		src = ScaleService
+	}
 	var doc map[string]any
-	if err := json.Unmarshal(MarketingStrategy, &doc); err != nil {
-		return nil, fmt.Errorf("examples: decode marketing-strategy.json: %w", err)
+	if err := json.Unmarshal(src, &doc); err != nil {
+		return nil, fmt.Errorf("examples: decode the example: %w", err)
 	}
 	artifact, _ := doc["artifact"].(map[string]any)
 	handoff, _ := doc["handoff"].(map[string]any)
@@ -85,17 +109,32 @@ func Request(now time.Time, o Options) ([]byte, error) {
 	body, _ := content["body"].(map[string]any)
 	data, _ := body["data"].(map[string]any)
 	if artifact == nil || handoff == nil || data == nil {
-		return nil, errors.New("examples: marketing-strategy.json lacks artifact, handoff or content.body.data")
+		return nil, errors.New("examples: the example lacks artifact, handoff or content.body.data")
 	}
 	created, err := time.Parse(time.RFC3339, fmt.Sprint(artifact["created_at"]))
 	if err != nil {
 		return nil, fmt.Errorf("examples: artifact.created_at: %w", err)
 	}
 	shift := now.UTC().Truncate(time.Second).Sub(created)
-	for _, field := range []struct {
+	fields := []struct {
 		obj  map[string]any
 		name string
-	}{{artifact, "created_at"}, {data, "deadline"}, {handoff, "response_deadline"}} {
+	}{{artifact, "created_at"}, {data, "deadline"}, {handoff, "response_deadline"}}
+	decisions, _ := data["decisions"].([]any)
+	for _, d := range decisions {
+		dec, _ := d.(map[string]any)
+		if c, ok := dec["constraints"].(map[string]any); ok && dec["type"] == "date" {
+			for _, bound := range []string{"min", "max"} {
+				if _, isString := c[bound].(string); isString {
+					fields = append(fields, struct {
+						obj  map[string]any
+						name string
+					}{c, bound})
+				}
+			}
+		}
+	}
+	for _, field := range fields {
 		t, err := time.Parse(time.RFC3339, fmt.Sprint(field.obj[field.name]))
 		if err != nil {
 			return nil, fmt.Errorf("examples: %s: %w", field.name, err)

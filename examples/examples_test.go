@@ -111,3 +111,34 @@ func TestRecipeOptions(t *testing.T) {
 		t.Error("a stray argument was accepted")
 	}
 }
+
+// The review-extension example parses in any year too, with its date
+// bounds moved with the rest, and carries the reviewer verbs the README's
+// walkthrough clicks.
+func TestScaleExampleIsValidInAnyYear(t *testing.T) {
+	t.Parallel()
+	for _, now := range []time.Time{time.Now(), time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		raw, err := examples.Request(now, examples.Options{Example: examples.ExampleScale})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := aah.Parse(raw, aah.ParseOptions{Now: now})
+		if err != nil {
+			t.Fatalf("at %v the scale example is refused: %v", now, err)
+		}
+		scale, _ := req.Decision("scale")
+		migrate, _ := req.Decision("migrate")
+		window, _ := req.Decision("window")
+		if !scale.Accepts(aah.VerbModify) || !req.Accepts(aah.VerbDefer) || !req.Accepts(aah.VerbAbort) || !migrate.Irreversible() {
+			t.Errorf("the scale example lost its verbs: %+v %+v", scale.Review, migrate.Review)
+		}
+		if window.Review == nil || !window.Review.DateTime {
+			t.Errorf("the window decision is no longer a date-time")
+		}
+		created := now.UTC().Truncate(time.Second)
+		min, err := time.Parse(time.RFC3339, window.Constraints.MinDate)
+		if err != nil || min.Sub(created) != 8*time.Hour {
+			t.Errorf("constraints.min = %q, want 8h after created_at %v", window.Constraints.MinDate, created)
+		}
+	}
+}

@@ -21,7 +21,7 @@ func TestReadmeRecipesWorkInAnyYear(t *testing.T) {
 	// Try it and its sign-off example in the README, then the round trip
 	// without a browser in docs/sandbox.md.
 	var readme []byte
-	for _, path := range []string{"../README.md", "../docs/sandbox.md"} {
+	for _, path := range []string{"../README.md", "../docs/sandbox.md", "../docs/review.md"} {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -34,6 +34,7 @@ func TestReadmeRecipesWorkInAnyYear(t *testing.T) {
 		strings.Fields("-id try-signoff -response-url http://localhost:8080/sandbox/inbox -signoff"),
 		strings.Fields("-id try-withdraw"),
 		strings.Fields("-id demo-1 -response-url http://localhost:9000/decisions"),
+		strings.Fields("-example scale -id try-verbs -response-url http://localhost:8080/sandbox/inbox"),
 	}
 	if !slices.EqualFunc(recipes, want, slices.Equal) {
 		t.Errorf("README's %s recipes = %q, want %q (the tests follow these: update both)", examples.SubmitCommand, recipes, want)

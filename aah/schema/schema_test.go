@@ -382,6 +382,21 @@ func TestBrokenRequestsFail(t *testing.T) {
 		}, d0 + "/constraints/min", "or integer"},
 		{"date default not a date", []edit{set(d0+"/type", "date"), set(d0+"/default", "soon")}, d0 + "/default", "date"},
 		{"option without label", []edit{set(d0+"/type", "choice"), set(d0+"/options", []any{map[string]any{"value": "x"}})}, d0 + "/options/0/label", "is required"},
+		{"unknown verb", []edit{set("/extensions/decisions", map[string]any{"d1": map[string]any{"responses": []any{"approve", "veto"}}})},
+			"/extensions/decisions/d1/responses/1", "change_plan"},
+		{"unknown risk level", []edit{set("/extensions/decisions", map[string]any{"d1": map[string]any{"risk_assessment": map[string]any{"risk_level": "severe"}}})},
+			"/extensions/decisions/d1/risk_assessment/risk_level", "critical"},
+		{"confidence above 1", []edit{set("/extensions/decisions", map[string]any{"d1": map[string]any{"risk_assessment": map[string]any{"confidence": json.Number("1.5")}}})},
+			"/extensions/decisions/d1/risk_assessment/confidence", "maximum"},
+		{"editable without type", []edit{set("/extensions/decisions", map[string]any{"d1": map[string]any{
+			"proposed_action": map[string]any{"parameters": map[string]any{"n": json.Number("1")}}, "editable": map[string]any{"n": map[string]any{}}}})},
+			"/extensions/decisions/d1/editable/n/type", "is required"},
+		{"blank reject reason", []edit{set("/extensions/decisions", map[string]any{"d1": map[string]any{"reject_reasons": []any{" "}}})},
+			"/extensions/decisions/d1/reject_reasons/0", "must not be empty or blank"},
+		{"bad action key", []edit{set("/extensions/decisions", map[string]any{"d1": map[string]any{"action_key": "deploy prod"}})},
+			"/extensions/decisions/d1/action_key", "letters, digits"},
+		{"date bound not a date", []edit{set(d0+"/type", "date"), set(d0+"/constraints", map[string]any{"min": "soon"})}, d0 + "/constraints/min", "date"},
+		{"bad parent id", []edit{set("/handoff/parent_artifact_ids", []any{"-x"})}, "/handoff/parent_artifact_ids/0", "1-128 characters"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
