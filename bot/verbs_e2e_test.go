@@ -333,3 +333,41 @@ func TestConcurrentDirectivesCloseOnce(t *testing.T) {
 		t.Errorf("%d deliveries, want 1", n)
 	}
 }
+
+// The verbs through the decision API in the running bot: the requester is
+// refused, an escalation to an email resolves through Slack's directory
+// and DMs its target once, and the target modifies it through the API.
+func TestVerbsThroughTheAPIInTheBot(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, withDeciders(t))
+	h.startJobs()
+	agent := newReceiver(t, testCallbackSecret)
+	id := h.postAndWait(approvalRequest(t, "verbs-api", map[string]any{"reviewers": []any{"U0ALICE", "U0REQUESTER"},
+		"requested_by": "U0REQUESTER"}, withReview(allVerbs...), withResponseURL(agent.srv.URL+"/d")))
+	refusedViaAPI(t, h, h.decide(id, "escalate", reviewerTokens[requester.id], `{"to": "manager@example.com"}`), id, 403, "self_approval", "human:"+requester.id)
+	refusedViaAPI(t, h, h.decide(id, "defer", reviewerTokens[mallory.id], `{"guidance": "later"}`), id, 403, "reviewer", "human:"+mallory.id)
+
+	if r := h.decide(id, "escalate", reviewerTokens[alice.id], `{"to": "manager@example.com", "note": "budget owner"}`); r.Status != 200 {
+		t.Fatalf("escalate: %d %s", r.Status, r.Body)
+	}
+	eventually(t, "the manager's copy", func() bool { return len(escalationCopies(h.emu, manager.id)) == 1 })
+	if rec := h.record(id); rec.Status != aah.StatusEscalated || len(rec.Reassignments) != 1 || rec.Reassignments[0].To != "manager@example.com" {
+		t.Fatalf("record %+v", rec)
+	}
+	// The manager modifies it from Slack, as its new reviewer.
+	ok(t, h.click(manager, id, "ship", button(blocks.ActionModify, "ship")))
+	ref := blocks.ModalRef{RequestID: id, DecisionID: "ship", Channel: "C0APPROVALS"}
+	ok(t, h.submitModal(manager, blocks.ModalModify, ref, map[string]map[string]any{
+		"param:replicas": {"value": map[string]any{"type": "number_input", "value": "3"}}}))
+	if rec := h.waitStatus(id, aah.StatusResolved); rec.ResolvedBy.ID != manager.id {
+		t.Errorf("resolved by %+v", rec.ResolvedBy)
+	}
+	e := responseData(t, agent.wait(t, guard).body).Responses[0]
+	if !e.Modified || e.Parameters["replicas"] != 3.0 || e.OriginalParameters["replicas"] != 6.0 {
+		t.Errorf("response entry %+v", e)
+	}
+	h.waitIdle()
+	if n := len(escalationCopies(h.emu, manager.id)); n != 1 {
+		t.Errorf("%d copies, want 1", n)
+	}
+}
