@@ -2,6 +2,7 @@ package bot_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/aah/schema"
 	"github.com/approvalbot/approvalbot/blocks"
+	"github.com/approvalbot/approvalbot/store"
 )
 
 // withReview gives the request's "ship" decision the review extension: a
@@ -369,5 +371,36 @@ func TestVerbsThroughTheAPIInTheBot(t *testing.T) {
 	h.waitIdle()
 	if n := len(escalationCopies(h.emu, manager.id)); n != 1 {
 		t.Errorf("%d copies, want 1", n)
+	}
+}
+
+// Escalating by hand to a channel typed in the modal posts the request
+// there once, saying who handed it over.
+func TestEscalateToAChannelInSlack(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startJobs()
+	id := h.postAndWait(approvalRequest(t, "verbs-escalate-channel", map[string]any{"reviewers": []any{"U0ALICE"}},
+		withReview("approve", "reject", "escalate")))
+	ok(t, h.click(alice, id, blocks.RequestScope, verbsMenu(aah.VerbEscalate)))
+	openedModals(t, h, 1)
+	ref := blocks.ModalRef{RequestID: id, DecisionID: blocks.RequestScope, Channel: "C0APPROVALS"}
+	ok(t, h.submitModal(alice, blocks.ModalEscalate, ref, map[string]map[string]any{
+		blocks.BlockEscalateTo: {"text": textInput("#general")}, blocks.BlockNote: {"text": textInput("")}}))
+	copies := func() int {
+		n := 0
+		for _, m := range h.emu.Messages("C0GENERAL") {
+			if strings.Contains(unescapeJSON(string(m.Blocks)), "Escalated to this channel by <@U0ALICE>*.") {
+				n++
+			}
+		}
+		return n
+	}
+	eventually(t, "the copy in #general", func() bool { return copies() == 1 })
+	h.waitIdle()
+	rec := h.record(id)
+	if n := copies(); n != 1 || rec.Status != aah.StatusEscalated || !slices.Equal(rec.EscalatedChannels, []string{"#general"}) ||
+		!slices.Equal(rec.EscalationSent[store.ManualStep(0)], []string{"#general"}) {
+		t.Errorf("%d copies; record %+v", n, rec)
 	}
 }
