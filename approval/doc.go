@@ -48,6 +48,7 @@
 //	refusals (audited) and the shared         approval.go     Core.act, Core.Check, Refusal
 //	  update of every reviewer action
 //	what the message shows of a record        view.go         View, ListItem
+//	  (and the request it follows up)                         FollowUpOf
 //	decision metrics: first answer, closes    metrics.go      Core.update, Metrics
 //	  by outcome (once, by the committer)
 //

@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -47,17 +48,35 @@ func Check(req *aah.Request) []aah.FieldError {
 			}
 		}
 	}
-	if n, perDecision := blockCount(req); n > MaxMessageBlocks {
-		fixed := n - perDecision*len(req.Data.Decisions)
+	if n, decisionBlocks := blockCount(req); n > MaxMessageBlocks {
+		fixed, most := n, 0
+		for _, k := range decisionBlocks {
+			fixed -= k
+			most = max(most, k)
+		}
 		add(fieldData+".decisions", "needs %d Slack blocks but a message holds %d: at most %d decisions fit in one request; split it",
-			n, MaxMessageBlocks, (MaxMessageBlocks-fixed)/perDecision)
+			n, MaxMessageBlocks, (MaxMessageBlocks-fixed)/most)
 	}
 	return probs
 }
 
 // blockCount renders the request in its largest state (open, reviewers
-// mentioned) and reports the block count and the blocks each decision takes.
-func blockCount(req *aah.Request) (total, perDecision int) {
+// mentioned, and when it may have them, a follow-up line and an escalation
+// by hand with its banner) and reports the block count and the blocks each
+// decision takes (its question and controls, and its review's blocks).
+func blockCount(req *aah.Request) (total int, perDecision []int) {
 	st := State{Status: aah.StatusPending, Version: 1, ReceivedAt: time.Unix(0, 0), Mentions: []string{"x"}}
-	return len(Render(req, st).Blocks), 2
+	if len(req.Handoff.ParentArtifactIDs) > 0 {
+		st.FollowUpOf = &FollowUp{ID: "x"}
+	}
+	if slices.Contains(requestVerbs(req), aah.VerbEscalate) {
+		// Escalated by hand: the banner and the escalation lines.
+		st.Status = aah.StatusEscalated
+		st.Reassignments = []aah.Reassignment{{To: "x"}}
+	}
+	for _, d := range req.Data.Decisions {
+		review, _ := reviewBlocks(d)
+		perDecision = append(perDecision, 2+len(review))
+	}
+	return len(Render(req, st).Blocks), perDecision
 }

@@ -31,6 +31,8 @@ type ListItem struct {
 	ReceivedAt time.Time
 	Answers    map[string]aah.Answer
 	Permalink  string
+	// Directive is the defer, change_plan or abort that closed the request.
+	Directive *aah.Directive
 	// Defaults are the workspace's sign-off rules (a required reason turns
 	// the quick Reject into the reason modal).
 	Defaults aah.Defaults
@@ -123,15 +125,18 @@ func quickButtons(it ListItem) slack.Block {
 	if len(ds) != 1 || ds[0].Type != aah.TypeApproval || !it.Status.Open() {
 		return nil
 	}
-	approve := slack.NewButtonBlockElement(ActionApprove, "true", plainText("Approve"))
-	approve.Style = slack.StylePrimary
-	rejectAction := ActionReject
-	if it.Request.Rules(it.Defaults).RequireReason {
-		rejectAction = ActionRejectReason
+	d := ds[0]
+	var buttons []slack.BlockElement
+	if d.Accepts(aah.VerbApprove) {
+		buttons = append(buttons, approveButton(d))
 	}
-	reject := slack.NewButtonBlockElement(rejectAction, "false", plainText("Reject"))
-	reject.Style = slack.StyleDanger
-	return slack.NewActionBlock(BlockID(it.Version, it.ID, ds[0].ID), approve, reject)
+	if d.Accepts(aah.VerbReject) {
+		buttons = append(buttons, rejectButton(d, it.Request.Rules(it.Defaults)))
+	}
+	if len(buttons) == 0 {
+		return nil
+	}
+	return slack.NewActionBlock(BlockID(it.Version, it.ID, d.ID), buttons...)
 }
 
 // age prints how long ago something happened, coarsely: "5m", "3h", "2d".

@@ -32,6 +32,9 @@ func (r *renderer) decisionBlocks(i int, d aah.Decision) []slack.Block {
 	if d.HasDefault() {
 		tail = "\n_Default: " + valueText(d, d.Default) + "_" + tail
 	}
+	if bounds := boundsText(d); bounds != "" {
+		tail = "\n_" + bounds + "_" + tail
+	}
 	// The description and the option list share what the section has left;
 	// a choice keeps at least half of it for its options.
 	room := MaxSectionText - utf8.RuneCountInString(b.String()) - utf8.RuneCountInString(tail)
@@ -52,8 +55,10 @@ func (r *renderer) decisionBlocks(i int, d aah.Decision) []slack.Block {
 		cut = cut || listCut
 	}
 	b.WriteString(tail)
+	review, reviewCut := reviewBlocks(d)
+	cut = cut || reviewCut
 	r.truncated = r.truncated || cut
-	blocks := []slack.Block{section(clampSection(b.String()))}
+	blocks := append([]slack.Block{section(clampSection(b.String()))}, review...)
 	if r.open() {
 		blocks = append(blocks, r.controls(d, answer, answered, cut))
 	}
@@ -98,6 +103,11 @@ func valueText(d aah.Decision, v any) string {
 			s = d.OptionLabel(val)
 		case aah.TypeText:
 			s = "“" + val + "”"
+		case aah.TypeDate:
+			if t, err := aah.ParseDateValue(val); err == nil && len(val) > len(aah.DateOnlyLayout) {
+				// A moment: every reader sees it in their own time zone.
+				return slackDate(t)
+			}
 		}
 	case []string:
 		labels := make([]string, len(val))
@@ -142,7 +152,12 @@ func (r *renderer) answerText(d aah.Decision, a aah.Answer, answered bool) strin
 		icon = ":hourglass:"
 	}
 	s := fmt.Sprintf("\n%s *%s*", icon, valueText(d, a.Value))
+	if a.Verb == aah.VerbModify {
+		s = fmt.Sprintf("\n%s *Approved with changes*", icon)
+	}
 	switch {
+	case a.Grant != nil:
+		s += grantText(*a.Grant)
 	case a.Defaulted:
 		s += " _(default: nobody answered)_"
 	case a.TimedOut:
@@ -152,8 +167,15 @@ func (r *renderer) answerText(d aah.Decision, a aah.Answer, answered bool) strin
 	case a.By.ID != "":
 		s += fmt.Sprintf(" by <@%s>", a.By.ID)
 	}
-	if !a.At.IsZero() && !a.Defaulted && !a.TimedOut {
+	if !a.At.IsZero() && !a.Defaulted && !a.TimedOut && a.Grant == nil {
 		s += " " + slackDate(a.At)
+	}
+	if a.RejectReason != "" {
+		reason, _ := fit(oneLine(a.RejectReason), 100, "…")
+		s += " · reason: *" + reason + "*"
+	}
+	if a.Verb == aah.VerbModify {
+		s += changeLines(d, a.Parameters)
 	}
 	return s + commentLines(a)
 }
@@ -209,15 +231,7 @@ func (r *renderer) controls(d aah.Decision, a aah.Answer, answered bool, details
 	}
 	switch d.Type {
 	case aah.TypeApproval:
-		approve := slack.NewButtonBlockElement(ActionApprove, "true", plainText("Approve"))
-		approve.Style = slack.StylePrimary
-		rejectAction := ActionReject
-		if r.rules.RequireReason {
-			rejectAction = ActionRejectReason
-		}
-		reject := slack.NewButtonBlockElement(rejectAction, "false", plainText("Reject"))
-		reject.Style = slack.StyleDanger
-		elems = append(elems, approve, reject)
+		elems = append(elems, approvalButtons(d, r.rules, r.st.GrantMax)...)
 	case aah.TypeChoice:
 		sel := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plainText("Choose…"), ActionSelect, options(d)...)
 		if v, ok := current.(string); ok {
@@ -246,6 +260,10 @@ func (r *renderer) controls(d aah.Decision, a aah.Answer, answered bool, details
 		}
 		elems = append(elems, slack.NewButtonBlockElement(ActionOpenInput, d.ID, plainText(label)))
 	case aah.TypeDate:
+		if d.Review != nil && d.Review.DateTime {
+			elems = append(elems, dateTimePicker(current))
+			break
+		}
 		dp := slack.NewDatePickerBlockElement(ActionDate)
 		dp.Placeholder = plainText("Pick a date")
 		if v, ok := current.(string); ok {

@@ -87,6 +87,9 @@ func answeredText(it ListItem) string {
 	if it.Permalink != "" {
 		link = "<" + it.Permalink + "|Open> · " + link
 	}
-	return strings.Join([]string{"*" + title + "*",
-		fmt.Sprintf("%s %s · %s", statusEmoji[it.Status], escape(string(it.Status)), link)}, "\n")
+	outcome := statusEmoji[it.Status] + " " + escape(string(it.Status))
+	if it.Directive != nil && !it.Status.Open() {
+		outcome = directiveEmoji(it.Directive.Verb) + " " + directivePhrase(*it.Directive)
+	}
+	return strings.Join([]string{"*" + title + "*", fmt.Sprintf("%s · %s", outcome, link)}, "\n")
 }

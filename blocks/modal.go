@@ -152,6 +152,7 @@ func DetailsModal(req *aah.Request, d aah.Decision, ref ModalRef) slack.ModalVie
 		}
 		blocks = append(blocks, chunks(b.String())...)
 	}
+	blocks = append(blocks, reviewDetails(d)...)
 	if len(blocks) > maxModalBlocks {
 		blocks = append(blocks[:maxModalBlocks-1], section("_…the rest is too long for Slack to show._"))
 	}

@@ -81,8 +81,14 @@ func (r *renderer) blocks() []slack.Block {
 		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, plain(r.req.Artifact.Title, MaxHeaderText), true, false)),
 		slack.NewContextBlock("", mrkdwn(r.sourceLine())),
 	}
+	if f := r.st.FollowUpOf; f != nil {
+		out = append(out, slack.NewContextBlock("", mrkdwn(followUpLine(*f))))
+	}
 	if banner := r.statusBanner(); banner != "" {
 		out = append(out, section(banner))
+	}
+	if len(r.st.Reassignments) > 0 {
+		out = append(out, slack.NewContextBlock("", mrkdwn(reassignmentText(r.st.Reassignments))))
 	}
 	if c := r.req.Data.Context; c != "" {
 		text, cut := fit(c, MaxSectionText, truncatedMarker)
@@ -165,6 +171,9 @@ func (r *renderer) statusBanner() string {
 	if !r.st.ClosedAt.IsZero() {
 		at = " " + slackDate(r.st.ClosedAt)
 	}
+	if r.st.Directive != nil && !r.open() {
+		return directiveBanner(*r.st.Directive)
+	}
 	switch r.st.Status {
 	case aah.StatusWithdrawn:
 		return ":no_entry_sign: *Withdrawn* by the requesting agent" + at + ". Nothing here can be answered any more."
@@ -222,8 +231,9 @@ func (r *renderer) timingLine() string {
 }
 
 // requestActions are the request-wide controls: batch approve/reject when
-// there are several approval decisions (rendering hint 5), and Submit when
-// the request has several decisions (a single decision resolves on its answer).
+// there are several approval decisions (rendering hint 5), Submit when the
+// request has several decisions (a single decision resolves on its answer),
+// and the menu of request-level verbs the request accepts.
 func (r *renderer) requestActions() *slack.ActionBlock {
 	var elems []slack.BlockElement
 	approvals := 0
@@ -234,7 +244,7 @@ func (r *renderer) requestActions() *slack.ActionBlock {
 	}
 	if approvals >= 2 {
 		all := slack.NewButtonBlockElement(ActionApproveAll, RequestScope, plainText(fmt.Sprintf("Approve all %d", approvals)))
-		all.Confirm = confirm("Approve all?", fmt.Sprintf("This approves all %d approval decisions. Other decisions are not changed.", approvals), "Approve all")
+		all.Confirm = approveAllConfirm(r.req, approvals)
 		none := slack.NewButtonBlockElement(ActionRejectAll, RequestScope, plainText(fmt.Sprintf("Reject all %d", approvals)))
 		none.Confirm = confirm("Reject all?", fmt.Sprintf("This rejects all %d approval decisions. Other decisions are not changed.", approvals), "Reject all")
 		if r.rules.RequireReason {
@@ -248,6 +258,9 @@ func (r *renderer) requestActions() *slack.ActionBlock {
 		submit.Style = slack.StylePrimary
 		submit.Confirm = confirm("Submit?", "This sends every answer to the agent, including the defaults shown selected. Other unanswered optional decisions take their defaults.", "Submit")
 		elems = append(elems, submit)
+	}
+	if menu := verbsMenu(r.req); menu != nil {
+		elems = append(elems, menu)
 	}
 	if len(elems) == 0 {
 		return nil
@@ -293,12 +306,23 @@ func (r *renderer) progressLine() string {
 	if timedOut > 0 {
 		line += fmt.Sprintf(" · %d timed out", timedOut)
 	}
+	if verbs := requestVerbs(r.req); r.open() && len(verbs) > 0 {
+		// An overflow menu shows only "⋯": say what it holds.
+		names := make([]string, len(verbs))
+		for i, v := range verbs {
+			names[i] = strings.ReplaceAll(string(v), "_", " ")
+		}
+		line += " · ⋯ to " + strings.Join(names, ", ")
+	}
 	return line + fmt.Sprintf(" · ID `%s`", r.req.Artifact.ID)
 }
 
 func (r *renderer) fallbackText() string {
 	title := r.req.Artifact.Title
 	who := r.req.Source.AgentID
+	if r.st.Directive != nil && !r.open() {
+		return plain(directiveFallback(title, *r.st.Directive), MaxFallbackText)
+	}
 	var s string
 	switch r.st.Status {
 	case aah.StatusWithdrawn:

@@ -19,6 +19,8 @@ type Outcome struct {
 	Summary string
 	// Permalink links to the request's message ("" when it has none).
 	Permalink string
+	// Directive is the defer, change_plan or abort that closed it.
+	Directive *aah.Directive
 }
 
 // maxNoticeSummary bounds the summary shown (the response's summary is
@@ -36,19 +38,23 @@ func RequesterNotice(n Outcome) Message {
 		linked = "*<" + n.Permalink + "|" + title + ">*"
 	}
 	var emoji, head, text string
-	switch n.Status {
-	case aah.StatusResolved:
+	switch {
+	case n.Directive != nil:
+		emoji = directiveEmoji(n.Directive.Verb)
+		reason, _ := fit(oneLine(n.Directive.Text), directiveBudget, "…")
+		head = DirectiveOutcome(*n.Directive) + ": " + reason
+	case n.Status == aah.StatusResolved:
 		emoji = ":white_check_mark:"
 		if n.ResolvedBy.ID == "" && n.ResolvedBy.Agent == "" {
 			head = "was resolved at its deadline by its timeout action (" + deadlineWords(n.OnDeadline) + ")."
 		} else {
 			head = "was resolved by " + resolver(n.ResolvedBy) + "."
 		}
-	case aah.StatusExpired:
+	case n.Status == aah.StatusExpired:
 		emoji = ":hourglass:"
 		head = "expired: nobody decided it before its deadline, and its timeout action (" +
 			deadlineWords(n.OnDeadline) + ") left it undecided."
-	case aah.StatusWithdrawn:
+	case n.Status == aah.StatusWithdrawn:
 		emoji = ":leftwards_arrow_with_hook:"
 		head = "was withdrawn by the agent before anyone decided it."
 	default:

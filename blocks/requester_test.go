@@ -26,6 +26,9 @@ func TestRequesterNoticeGolden(t *testing.T) {
 			Summary: "Expired before it was resolved. Ship v2.3 to production?: no answer.", Permalink: link},
 		"notice.withdrawn":         {Title: "Release v2.3", Status: aah.StatusWithdrawn, Permalink: link},
 		"notice.withdrawn_no_link": {Title: "Release <!channel> & co", Status: aah.StatusWithdrawn},
+		"notice.deferred": {Title: "Release v2.3", Status: aah.StatusResolved, ResolvedBy: aah.Person{ID: "U0BOB"},
+			Summary: "Deferred by Bob: ship the hotfix first", Permalink: link,
+			Directive: &aah.Directive{Verb: aah.VerbDefer, Text: "ship the hotfix first", By: aah.Person{ID: "U0BOB"}}},
 	}
 	for name, n := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/approval"
@@ -42,7 +43,12 @@ func (s *Slack) blockActions(ctx context.Context, cb *slack.InteractionCallback)
 			}
 			out, err = s.opts.Decisions.Answer(ctx, requestID, by, map[string]any{decisionID: picked})
 		case blocks.ActionDate:
-			out, err = s.opts.Decisions.Answer(ctx, requestID, by, map[string]any{decisionID: a.SelectedDate})
+			picked := a.SelectedDate
+			if a.Type == slack.ActionType(slack.METDatetimepicker) {
+				// A moment (precision "datetime"): Slack sends unix seconds.
+				picked = time.Unix(a.SelectedDateTime, 0).UTC().Format(time.RFC3339)
+			}
+			out, err = s.opts.Decisions.Answer(ctx, requestID, by, map[string]any{decisionID: picked})
 		case blocks.ActionApproveAll, blocks.ActionRejectAll:
 			out, err = s.opts.Decisions.AnswerAll(ctx, requestID, by, a.ActionID == blocks.ActionApproveAll)
 		case blocks.ActionSubmit:

@@ -184,7 +184,11 @@ func (s *Slack) show(ctx context.Context, id string) blocks.Message {
 		s.log.ErrorContext(ctx, "slash command show failed", "request_id", id, "err", err)
 		return blocks.Notice(":warning: The request could not be loaded; please try again.")
 	}
-	return blocks.Render(req, approval.View(rec, s.opts.Defaults))
+	parent, err := approval.FollowUpOf(ctx, s.opts.Requests, rec, req)
+	if err != nil {
+		s.log.WarnContext(ctx, "could not look up the request this one follows up; showing it without the line", "request_id", id, "err", err)
+	}
+	return blocks.Render(req, approval.View(rec, s.opts.Defaults, approval.WithGrantMax(s.opts.GrantMax), approval.WithFollowUp(parent)))
 }
 
 // nextPage answers a listing's "Next page" click by replacing the listing

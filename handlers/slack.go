@@ -105,11 +105,20 @@ type Options struct {
 	// Defaults are the workspace's sign-off rules, shown by "show" (as they
 	// apply to each request's agent: Defaults.For).
 	Defaults aah.Defaults
+	// GrantMax is the longest standing approval a reviewer may grant
+	// (STANDING_APPROVAL_MAX); "/approvals show" offers "Approve similar…"
+	// above 0, as the request's message does. Default: Decisions' GrantMax
+	// when it has one (the core's), else 0.
+	GrantMax time.Duration
 	// Replays remembers the interactions and commands already applied, so a
 	// replayed signed request or a redelivered envelope is not applied
 	// again; default Requests, when it implements ReplayStore.
 	Replays ReplayStore
 }
+
+// grantLimit is what knows the longest standing approval (the core, once
+// standing approvals are configured on it).
+type grantLimit interface{ GrantMax() time.Duration }
 
 // Slack serves Slack's requests.
 type Slack struct {
@@ -140,6 +149,9 @@ func New(opts Options) (*Slack, error) {
 	}
 	if opts.Home == nil {
 		opts.Home, _ = opts.Requests.(HomeStore)
+	}
+	if g, ok := opts.Decisions.(grantLimit); ok && opts.GrantMax == 0 {
+		opts.GrantMax = g.GrantMax()
 	}
 	if opts.Replays == nil {
 		opts.Replays, _ = opts.Requests.(ReplayStore)

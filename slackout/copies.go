@@ -38,6 +38,8 @@ type timerDeps struct {
 	rateLimitHold time.Duration
 	// defaults are the workspace's sign-off rules, shown in messages.
 	defaults aah.Defaults
+	// grantMax is Options.GrantMax.
+	grantMax time.Duration
 	// lease is the job lease: a sweep for overlapping attempts at a copy
 	// is due one lease after the copy is recorded.
 	lease time.Duration
@@ -200,7 +202,7 @@ func (h copiesJob) Handle(ctx context.Context, j store.Job) error {
 		if c == nil || c.Final || isNotifyEffect(c.Effect) {
 			continue // a requester's DM is final as sent
 		}
-		text, blks := h.closedCopy(req, rec, c.Effect)
+		text, blks := h.closedCopy(ctx, req, rec, c.Effect)
 		_, _, _, err := h.slack.UpdateMessageContext(ctx, c.Channel, c.TS, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blks...))
 		if err != nil {
 			code, retry := classifySlack(err, h.rateLimitHold, refusedForTimers)
@@ -225,12 +227,12 @@ func (h copiesJob) GaveUp(ctx context.Context, j store.Job, err error) {
 // closedCopy renders a copy of the closed request: an escalation copy is
 // the request's message in its final state (no controls) under its intro; a
 // reminder says the request no longer waits and how it ended.
-func (h timerDeps) closedCopy(req *aah.Request, rec store.Record, effect string) (string, []slack.Block) {
+func (h timerDeps) closedCopy(ctx context.Context, req *aah.Request, rec store.Record, effect string) (string, []slack.Block) {
 	kind, rest, _ := strings.Cut(effect, ":")
 	k, to, _ := strings.Cut(rest, ":")
 	if kind == store.JobEscalate {
 		step, _ := strconv.Atoi(k)
-		return escalationMessage(blocks.Render(req, approval.View(rec, h.defaults)), escalationIntro(req, rec, step, !aah.IsSlackUserID(to)))
+		return escalationMessage(h.render(ctx, rec, req), escalationIntro(req, rec, step, !aah.IsSlackUserID(to)))
 	}
 	title := blocks.Escape(req.Artifact.Title)
 	if link := rec.Slack.Permalink; link != "" {
@@ -241,7 +243,10 @@ func (h timerDeps) closedCopy(req *aah.Request, rec store.Record, effect string)
 	if outcome == "" {
 		outcome = "is closed (" + string(rec.Status) + ")"
 	}
-	if rec.Status == aah.StatusResolved && rec.ResolvedBy.ID != "" {
+	switch {
+	case rec.Directive != nil:
+		outcome = blocks.DirectiveOutcome(*rec.Directive)
+	case rec.Status == aah.StatusResolved && rec.ResolvedBy.ID != "":
 		outcome += " by <@" + rec.ResolvedBy.ID + ">"
 	}
 	head := fmt.Sprintf(":white_check_mark: *Reminder:* *%s* no longer waits for a decision: it %s.", title, outcome)

@@ -73,7 +73,7 @@ func (h escalationJob) Handle(ctx context.Context, j store.Job) error {
 // to each user, or a post in the channel. Only targets the request records
 // as escalated to are sent to.
 func (h escalationJob) send(ctx context.Context, req *aah.Request, rec store.Record, k int, targets []string, toChannel bool) error {
-	msg := blocks.Render(req, approval.View(rec, h.defaults))
+	msg := h.render(ctx, rec, req)
 	for _, to := range targets {
 		if slices.Contains(rec.EscalationSent[k], to) {
 			continue

@@ -95,7 +95,7 @@ func (h notifyJob) GaveUp(ctx context.Context, j store.Job, err error) {
 // notice is what the requester is told about the closed request rec.
 func notice(req *aah.Request, rec store.Record) blocks.Outcome {
 	n := blocks.Outcome{Title: req.Artifact.Title, Status: rec.Status, ResolvedBy: rec.ResolvedBy,
-		OnDeadline: req.OnDeadline, Permalink: rec.Slack.Permalink}
+		OnDeadline: req.OnDeadline, Permalink: rec.Slack.Permalink, Directive: rec.Directive}
 	if len(rec.Response) > 0 {
 		var resp aah.Response
 		if json.Unmarshal(rec.Response, &resp) == nil {

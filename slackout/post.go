@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
-	"github.com/approvalbot/approvalbot/approval"
-	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
@@ -91,7 +89,7 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 			return p.adopt(ctx, rec, found[0])
 		}
 	}
-	msg := blocks.Render(req, approval.View(rec, p.opts.Defaults))
+	msg := renderMessage(ctx, p.opts.Store, p.log, rec, req, p.opts.Defaults, p.opts.GrantMax)
 	mayHaveSent = true
 	channel, ts, err := p.opts.Slack.PostMessageContext(ctx, rec.Channel,
 		slack.MsgOptionText(msg.Text, false),

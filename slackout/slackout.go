@@ -87,6 +87,10 @@ type Options struct {
 	// Defaults are the workspace's sign-off rules, shown in messages (as
 	// they apply to each request's agent: Defaults.For).
 	Defaults aah.Defaults
+	// GrantMax is the longest standing approval a reviewer may grant
+	// (STANDING_APPROVAL_MAX): messages offer "Approve similar…" when it
+	// is above 0. Default: Core's GrantMax when it has one, else 0.
+	GrantMax time.Duration
 	// Reminders is the configured reminder plan;
 	// extensions.slack.reminders overrides it (approval.ReminderPlan).
 	Reminders aah.ReminderPlan
@@ -114,6 +118,9 @@ func Handlers(opts Options) (map[string]jobs.Handler, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if g, ok := any(opts.Core).(interface{ GrantMax() time.Duration }); ok && opts.Core != nil && opts.GrantMax == 0 {
+		opts.GrantMax = g.GrantMax()
+	}
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
 	}
@@ -123,7 +130,7 @@ func Handlers(opts Options) (map[string]jobs.Handler, error) {
 	}
 	p := &poster{opts: opts, log: log.With("component", "poster")}
 	timers := timerDeps{store: opts.Store, core: opts.Core, dir: opts.Directory, slack: opts.Slack, now: opts.Now,
-		rateLimitHold: opts.RateLimitHold, defaults: opts.Defaults, lease: opts.Lease, metrics: opts.Metrics}
+		rateLimitHold: opts.RateLimitHold, defaults: opts.Defaults, grantMax: opts.GrantMax, lease: opts.Lease, metrics: opts.Metrics}
 	out := map[string]jobs.Handler{
 		store.JobPost:   postJob{p},
 		store.JobSync:   syncJob{p},

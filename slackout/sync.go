@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/approvalbot/approvalbot/approval"
-	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
@@ -30,7 +28,7 @@ func (h syncJob) Handle(ctx context.Context, j store.Job) error {
 	if !rec.Posted() || rec.Slack.RenderedVersion >= rec.Version {
 		return nil // the post job renders the latest state, or it is current
 	}
-	msg := blocks.Render(req, approval.View(rec, p.opts.Defaults))
+	msg := renderMessage(ctx, p.opts.Store, p.log, rec, req, p.opts.Defaults, p.opts.GrantMax)
 	_, _, _, err = p.opts.Slack.UpdateMessageContext(ctx, rec.Slack.Channel, rec.Slack.TS,
 		slack.MsgOptionText(msg.Text, false), slack.MsgOptionBlocks(msg.Blocks...))
 	if err != nil {

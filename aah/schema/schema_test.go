@@ -750,3 +750,46 @@ func FuzzRequestSchemaNotStricterThanParse(f *testing.F) {
 		}
 	})
 }
+
+// Responses to requests using the review extension (examples/scale-service.json)
+// validate too: a modified approval, a picked reject reason, a standing
+// approval, each directive, and an agent deciding with a person's authority.
+func TestBuiltReviewResponsesValidate(t *testing.T) {
+	t.Parallel()
+	raw := readFile(t, "../../examples/scale-service.json")
+	req, err := aah.Parse(raw, aah.ParseOptions{Now: time.Date(2027, 2, 16, 10, 0, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	modified := ans("scale", true, "8 is enough", alice)
+	modified.Verb = aah.VerbModify
+	modified.Parameters = map[string]any{"service": "checkout-api", "replicas": 8.0, "region": "eu-west-1"}
+	rejected := ans("migrate", false, "backup first", bob)
+	rejected.RejectReason = "Take a backup first"
+	grant := &aah.GrantRef{ID: "grant_1", ActionKey: "scale_service:checkout-api", Agent: "ops", By: alice,
+		GrantedAt: answeredAt, ExpiresAt: answeredAt.Add(time.Hour), FromRequest: "earlier"}
+	granted := aah.Answer{DecisionID: "scale", Value: true, By: alice, At: answeredAt, Grant: grant}
+	agentApprover := aah.Person{ID: "U0ALICE", Name: "Alice", Agent: "reviewer-bot", Via: aah.ViaAPI}
+	byAgent := ans("migrate", true, "checked by the reviewer bot", agentApprover)
+	answered := map[string]aah.Answer{"scale": modified, "migrate": rejected}
+	for _, c := range []struct {
+		name      string
+		answers   map[string]aah.Answer
+		directive *aah.Directive
+	}{
+		{"modified and rejected with a reason", answered, nil},
+		{"granted", map[string]aah.Answer{"scale": granted, "migrate": byAgent}, nil},
+		{"deferred", map[string]aah.Answer{"scale": modified}, &aah.Directive{Verb: aah.VerbDefer, Text: "Wait for the forecast", By: bob, At: answeredAt}},
+		{"plan changed", nil, &aah.Directive{Verb: aah.VerbChangePlan, Text: "Use a read replica instead", By: bob, At: answeredAt}},
+		{"aborted", answered, &aah.Directive{Verb: aah.VerbAbort, Text: "Launch postponed", By: alice, At: answeredAt}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			resp := aah.BuildResponse(req, c.answers, aah.ResponseOptions{ID: "aah_decision_resp_1",
+				CreatedAt: answeredAt.Add(time.Hour), ResolvedBy: bob, Directive: c.directive})
+			if err := schema.ValidateResponse(resp.JSON()); err != nil {
+				t.Errorf("ValidateResponse: %v\n%s", err, resp.JSON())
+			}
+		})
+	}
+}

@@ -104,6 +104,9 @@ type entered struct {
 	Selected []string `json:"selected,omitempty"`
 	Date     string   `json:"date,omitempty"`
 	Time     string   `json:"time,omitempty"`
+	// DateTime is a datetimepicker's moment in unix seconds, as Slack
+	// sends it (selected_date_time).
+	DateTime *int64 `json:"date_time,omitempty"`
 }
 
 // pageState is what the page sends for a surface's controls, by block_id
@@ -187,6 +190,15 @@ func stateOf(el map[string]any, e entered, set bool) (v map[string]any, stateful
 		}
 	case "timepicker":
 		v["selected_time"] = pickString(set, e.Time, el["initial_time"])
+	case "datetimepicker":
+		var moment any = el["initial_date_time"]
+		if set {
+			moment = nil
+			if e.DateTime != nil {
+				moment = *e.DateTime
+			}
+		}
+		v["selected_date_time"] = moment
 	case "plain_text_input", "number_input", "email_text_input", "url_text_input":
 		var val any = nil
 		switch {
@@ -275,7 +287,8 @@ func pickOne(el map[string]any, values []string) (any, error) {
 func actionObject(block, el map[string]any, e entered, now time.Time) (map[string]any, error) {
 	typ, _ := el["type"].(string)
 	a := map[string]any{"type": typ, "block_id": block["block_id"], "action_id": el["action_id"], "action_ts": slackTS(now)}
-	copyKeys(a, el, "text", "value", "style", "placeholder", "initial_option", "initial_options", "initial_date", "initial_time")
+	copyKeys(a, el, "text", "value", "style", "placeholder", "initial_option", "initial_options", "initial_date", "initial_time",
+		"initial_date_time")
 	switch typ {
 	case "button":
 		delete(a, "placeholder")

@@ -111,6 +111,13 @@ func TestValidateBlocksRules(t *testing.T) {
 		{"datepicker impossible date", SurfaceMessage, actions(`{"type":"datepicker","initial_date":"2026-02-30"}`), "/blocks/0/elements/0/initial_date", "must be a valid date in the format YYYY-MM-DD"},
 		{"timepicker bad time", SurfaceMessage, actions(`{"type":"timepicker","initial_time":"25:00"}`), "/blocks/0/elements/0/initial_time", "must be a valid time in the format HH:mm"},
 		{"overflow over 5 options", SurfaceMessage, actions(`{"type":"overflow","options":[` + repeatJSON(option("v%d", "T"), 6) + `]}`), "/blocks/0/elements/0/options", "no more than 5 items allowed"},
+		{"overflow option text mrkdwn", SurfaceMessage, actions(`{"type":"overflow","action_id":"o","options":[{"value":"v","text":` + txt("mrkdwn", "*v*") + `}]}`), "/blocks/0/elements/0/options/0/text/type", `must be "plain_text"`},
+		{"overflow without options", SurfaceMessage, actions(`{"type":"overflow","action_id":"o"}`), "/blocks/0/elements/0", "missing required field: options"},
+		{"overflow confirm title too long", SurfaceMessage, actions(`{"type":"overflow","action_id":"o","options":[` + option("v", "V") + `],"confirm":{"title":` + pt(rep(101)) + `,"text":` + pt("Sure?") + `,"confirm":` + pt("Yes") + `}}`), "/blocks/0/elements/0/confirm/title/text", "must be less than 101 characters"},
+		{"confirm style unknown", SurfaceMessage, actions(`{"type":"button","action_id":"b","text":` + pt("Go") + `,"confirm":{"title":` + pt("T") + `,"text":` + pt("Sure?") + `,"confirm":` + pt("Yes") + `,"style":"warning"}}`), "/blocks/0/elements/0/confirm/style", `must be one of "primary", "danger"`},
+		{"confirm without confirm button", SurfaceMessage, actions(`{"type":"button","action_id":"b","text":` + pt("Go") + `,"confirm":{"title":` + pt("T") + `,"text":` + pt("Sure?") + `}}`), "/blocks/0/elements/0/confirm", "missing required field: confirm"},
+		{"datetimepicker negative time", SurfaceMessage, actions(`{"type":"datetimepicker","action_id":"d","initial_date_time":-5}`), "/blocks/0/elements/0/initial_date_time", "must be a UNIX timestamp in seconds"},
+		{"datetimepicker time as text", SurfaceMessage, actions(`{"type":"datetimepicker","action_id":"d","initial_date_time":"2026-03-02T14:30:00Z"}`), "/blocks/0/elements/0/initial_date_time", "must be an integer"},
 		{"checkboxes initial not an option", SurfaceModal, actions(`{"type":"checkboxes","options":[` + option("a", "A") + `],"initial_options":[` + option("b", "B") + `]}`), "/blocks/0/elements/0/initial_options/0", "must exactly match one of the provided options"},
 		{"input in message", SurfaceMessage, inputEl(`{"type":"plain_text_input","action_id":"r"}`), "/blocks/0/type", `"input" blocks are only allowed in modals and Home tabs`},
 		{"input label too long", SurfaceModal, `{"type":"input","label":` + pt(rep(2001)) + `,"element":{"type":"plain_text_input"}}`, "/blocks/0/label/text", "must be less than 2001 characters"},
@@ -320,4 +327,52 @@ func TestInvalidBlocksThroughAPI(t *testing.T) {
 	if status != 200 || body != `{"ok":false,"error":"invalid_blocks_format"}` {
 		t.Fatalf("malformed blocks = %d %s", status, body)
 	}
+}
+
+// The controls of a request with the review extension pass chat.postMessage
+// and chat.update as Slack takes them: a request menu (overflow), an
+// Approve asking to confirm in a danger dialog, a date-and-time picker.
+func TestReviewControlsThroughAPI(t *testing.T) {
+	t.Parallel()
+	s := New(Options{})
+	api := newInProc(s)
+	approve := slack.NewButtonBlockElement("approve", "true", plain("Approve")).WithStyle(slack.StylePrimary)
+	dialog := slack.NewConfirmationBlockObject(plain("Approve an irreversible action?"),
+		plain("Approving lets the agent go ahead with drop_table. The agent says it cannot be undone."), plain("Approve"), plain("Cancel"))
+	dialog.Style = slack.StyleDanger
+	approve.Confirm = dialog
+	when := slack.NewDateTimePickerBlockElement("date")
+	when.InitialDateTime = 1772461800
+	menu := slack.NewOverflowBlockElement("verbs",
+		slack.NewOptionBlockObject("defer", plain("Defer with guidance…"), nil),
+		slack.NewOptionBlockObject("change_plan", plain("Change the plan…"), nil),
+		slack.NewOptionBlockObject("escalate", plain("Escalate to…"), nil),
+		slack.NewOptionBlockObject("abort", plain("Abort the run…"), nil))
+	blocks := []slack.Block{
+		slack.NewActionBlock("ab/1/r1/d1", approve, when),
+		slack.NewActionBlock("ab/1/r1/_request", menu),
+	}
+	_, ts, err := api.PostMessage(ChannelApprovals, slack.MsgOptionText("Decision needed", false), slack.MsgOptionBlocks(blocks...))
+	if err != nil {
+		t.Fatalf("post: %v", err)
+	}
+	if _, _, _, err := api.UpdateMessage(ChannelApprovals, ts, slack.MsgOptionBlocks(blocks...)); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	m, ok := s.Message(ChannelApprovals, ts)
+	if !ok {
+		t.Fatal("message not stored")
+	}
+	for _, want := range []string{`"type":"overflow"`, `"style":"danger"`, `"initial_date_time":1772461800`} {
+		if !strings.Contains(string(m.Blocks), want) {
+			t.Errorf("stored blocks lack %s: %s", want, m.Blocks)
+		}
+	}
+	if text := RenderText(m.Blocks); !strings.Contains(text, "[datetime: 2026-03-02 14:30 UTC]") || !strings.Contains(text, "[⋯]") {
+		t.Errorf("rendered text:\n%s", text)
+	}
+	// Six verbs would be one too many for an overflow menu.
+	menu.Options = append(menu.Options, slack.NewOptionBlockObject("a", plain("A"), nil), slack.NewOptionBlockObject("b", plain("B"), nil))
+	_, _, err = api.PostMessage(ChannelApprovals, slack.MsgOptionText("x", false), slack.MsgOptionBlocks(blocks...))
+	slackErr(t, err, "invalid_blocks")
 }

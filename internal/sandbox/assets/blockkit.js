@@ -145,10 +145,38 @@ const BK = (() => {
     return input;
   }
 
+  // datetimepicker shows the moment in the reader's zone and sends it as
+  // Slack does: unix seconds.
+  function datetimepicker(block, el, ctx, inInput) {
+    const e = entered(ctx, block, el);
+    const secs = e ? e.date_time : el.initial_date_time;
+    const pad = (n) => String(n).padStart(2, "0");
+    const local = (s) => {
+      if (s === undefined || s === null) return "";
+      const d = new Date(s * 1000);
+      return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+    };
+    const input = h("input", Object.assign({
+      type: "datetime-local", className: "bk-input", value: local(secs),
+      onchange: () => {
+        const t = input.value ? Math.floor(new Date(input.value).getTime() / 1000) : undefined;
+        use(ctx, block, el, t === undefined ? {} : { date_time: t }, inInput);
+      },
+    }, ids(block, el)));
+    return input;
+  }
+
+  // overflow sends the option picked; a confirm dialog on the menu asks
+  // first, as Slack's does.
   function overflow(block, el, ctx) {
     const sel = h("select", Object.assign({
       className: "bk-overflow", title: "More actions",
-      onchange: () => { const v = sel.value; sel.value = ""; ctx.act(block, el, { selected: [v] }); },
+      onchange: async () => {
+        const v = sel.value;
+        sel.value = "";
+        if (el.confirm && !(await ctx.confirm(el.confirm))) return;
+        ctx.act(block, el, { selected: [v] });
+      },
     }, ids(block, el)), h("option", { value: "", selected: true }, "⋯"), optionNodes(el, []));
     return sel;
   }
@@ -201,6 +229,7 @@ const BK = (() => {
       case "multi_static_select": return multiSelect(block, el, ctx, inInput);
       case "datepicker": return datepicker(block, el, ctx, inInput);
       case "timepicker": return timepicker(block, el, ctx, inInput);
+      case "datetimepicker": return datetimepicker(block, el, ctx, inInput);
       case "overflow": return overflow(block, el, ctx);
       case "checkboxes": return choices(block, el, ctx, inInput, false);
       case "radio_buttons": return choices(block, el, ctx, inInput, true);
