@@ -98,6 +98,14 @@ func TestModifyInSlack(t *testing.T) {
 	id := h.postAndWait(approvalRequest(t, "verbs-modify", map[string]any{"reviewers": []any{"U0ALICE", "U0REQUESTER"},
 		"requested_by": "U0REQUESTER"}, withReview(allVerbs...), withResponseURL(agent.srv.URL+"/d")))
 
+	// The message offers the verbs the agent accepts.
+	channel, ts := h.messageOf(id)
+	m, _ := h.emu.Message(channel, ts)
+	for _, want := range []string{`"action_id":"modify"`, `"action_id":"verbs"`, `"value":"abort"`, `"action_id":"reject_reason"`} {
+		if !strings.Contains(string(m.Blocks), want) {
+			t.Errorf("the message lacks %s: %s", want, m.Blocks)
+		}
+	}
 	ok(t, h.click(requester, id, "ship", button(blocks.ActionModify, "ship")))
 	refusedWith(t, h, id, requester, "someone else has to make it", "self_approval")
 	ok(t, h.click(mallory, id, "ship", button(blocks.ActionModify, "ship")))
