@@ -120,6 +120,17 @@ const (
 	FieldRequired = "required"
 )
 
+// Refusal fields of the reviewer verbs: the picked reject reason, a
+// directive's text, an escalation's target and note. A modify's edited
+// parameter is FieldParam + its name.
+const (
+	FieldRejectReason = "reject_reason"
+	FieldText         = "text"
+	FieldTo           = "to"
+	FieldNote         = "note"
+	FieldParam        = "param:"
+)
+
 // Outcome is the result of an accepted action.
 type Outcome struct {
 	Record   store.Record

@@ -63,6 +63,14 @@ func (s *Slack) blockActions(ctx context.Context, cb *slack.InteractionCallback)
 		case blocks.ActionApproveSimilar:
 			s.openGrantModal(ctx, cb.TriggerID, requestID, decisionID, channel, by)
 			continue
+		case blocks.ActionModify, blocks.ActionVerbs:
+			// Modify's button, or the request's overflow menu of verbs (verbs.go).
+			verb := aah.VerbModify
+			if a.ActionID == blocks.ActionVerbs {
+				verb = aah.Verb(a.SelectedOption.Value)
+			}
+			s.openVerbModal(ctx, verb, cb.TriggerID, requestID, decisionID, channel, by)
+			continue
 		default:
 			continue
 		}

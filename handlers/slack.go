@@ -42,6 +42,14 @@ type Decisions interface {
 	// Check refuses (with a *approval.Refusal) a person who may not take
 	// action ("answer" or "comment") on the request, before a modal opens.
 	Check(ctx context.Context, requestID string, by aah.Person, action string) error
+	// The review extension's verbs (verbs.go): reject with a picked
+	// reason, modify, defer/change_plan/abort, escalate by hand, and
+	// CheckVerb before one's modal opens.
+	RejectWith(ctx context.Context, requestID string, decisionIDs []string, by aah.Person, r approval.Rejection) (approval.Outcome, error)
+	Modify(ctx context.Context, requestID, decisionID string, by aah.Person, edited map[string]any, comment string) (approval.Outcome, error)
+	Direct(ctx context.Context, requestID string, by aah.Person, verb aah.Verb, text string) (approval.Outcome, error)
+	Reassign(ctx context.Context, requestID string, by aah.Person, to, note string) (approval.Outcome, error)
+	CheckVerb(ctx context.Context, requestID, decisionID string, by aah.Person, verb aah.Verb) error
 }
 
 // Requests reads stored requests; *store.Store implements it.
