@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -291,6 +292,54 @@ func TestDirectiveMetrics(t *testing.T) {
 	for outcome, want := range map[string]float64{OutcomeAborted: 1, OutcomeDeferred: 0, OutcomeResolved: 0} {
 		if got, _, _ := sample(t, reg, "approvalbot_decisions_total", map[string]string{"outcome": outcome}); got != want {
 			t.Errorf("decisions{%s} = %v, want %v", outcome, got, want)
+		}
+	}
+}
+
+// countingDirectory is fakeDirectory, counting its lookups.
+type countingDirectory struct {
+	fakeDirectory
+	mu      sync.Mutex
+	lookups []string
+}
+
+func (d *countingDirectory) UserIDByEmail(ctx context.Context, email string) (string, error) {
+	d.mu.Lock()
+	d.lookups = append(d.lookups, email)
+	d.mu.Unlock()
+	return d.fakeDirectory.UserIDByEmail(ctx, email)
+}
+
+func (d *countingDirectory) GroupMembers(ctx context.Context, group string) ([]string, error) {
+	d.mu.Lock()
+	d.lookups = append(d.lookups, group)
+	d.mu.Unlock()
+	return d.fakeDirectory.GroupMembers(ctx, group)
+}
+
+// A person who may not decide the request is refused before the target is
+// looked up: they learn nothing about it (an email that resolves or not, a
+// group's members), and the refusal is audited.
+func TestReassignRefusesBeforeResolvingTheTarget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, to := range []string{"ghost@example.com", "alice@example.com", "S0LEADS", "S0NOBODY", "not a target"} {
+		st := newFakeStore(reviewed(t, reviewers(nil, alice), scaleReview(nil)))
+		dir := &countingDirectory{}
+		c := New(st, Options{Now: func() time.Time { return t0 }, Directory: dir})
+		_, err := c.Reassign(ctx, "req-1", carol, to, "")
+		if r := refusalOf(t, err); r == nil || r.Rule != RuleReviewer || r.Field != "" {
+			t.Errorf("to %q: refusal %+v, want the reviewer rule", to, r)
+		}
+		if slices.Contains(dir.lookups, strings.ToLower(to)) {
+			t.Errorf("to %q: the target was looked up for a non-reviewer: %v", to, dir.lookups)
+		}
+		refused := st.events("click_refused")
+		if len(refused) != 1 || refused[0].Data["rule"] != RuleReviewer || refused[0].Data["action"] != string(aah.VerbEscalate) {
+			t.Errorf("to %q: audit %+v", to, refused)
+		}
+		if rec, _ := st.Get(ctx, "req-1"); rec.Status != aah.StatusPending || rec.Reassignments != nil {
+			t.Errorf("to %q: the refusal changed the request: %+v", to, rec)
 		}
 	}
 }

@@ -23,7 +23,8 @@ import (
 // gets the entry; the audit records escalated with "manual": true.
 //
 // The request must accept escalate (one of its decisions lists it in its
-// responses). Escalating to yourself, or to a target that cannot resolve,
+// responses) and the person must be allowed to decide it: that is checked
+// (and a refusal audited) before the target is resolved. Escalating to yourself, or to a target that cannot resolve,
 // is refused with the reason. The same person repeating the same
 // escalation changes nothing.
 func (c *Core) Reassign(ctx context.Context, requestID string, by aah.Person, to, note string) (Outcome, error) {
@@ -34,6 +35,12 @@ func (c *Core) Reassign(ctx context.Context, requestID string, by aah.Person, to
 			Field: FieldTo, Rule: RuleInvalid}
 	case utf8.RuneCountInString(note) > aah.MaxTextLength:
 		return Outcome{}, &Refusal{Reason: fmt.Sprintf("A note holds at most %d characters.", aah.MaxTextLength), Field: FieldNote, Rule: RuleInvalid}
+	}
+	// Who may escalate is checked before the target is looked up, and a
+	// refusal is audited: a person who may not decide the request learns
+	// nothing about the target (whether an email or a group resolves).
+	if err := c.CheckVerb(ctx, requestID, "", by, aah.VerbEscalate); err != nil {
+		return Outcome{}, err
 	}
 	lookup, cancel := context.WithTimeout(ctx, authorizeBudget)
 	t, reason, err := ResolveTarget(lookup, c.dir, to)
