@@ -194,12 +194,16 @@ func (c *Core) RevokeGrant(ctx context.Context, grantID string, by aah.Person) (
 	if err != nil {
 		return store.Grant{}, fmt.Errorf("read standing approval %s: %w", grantID, err)
 	}
-	if !g.RevokedAt.IsZero() {
-		return g, nil
-	}
 	if by.Agent != "" || (by.ID != g.By.ID && !slices.Contains(c.policy.Admins, by.ID)) {
+		if !g.RevokedAt.IsZero() {
+			return g, nil // revoked already: nothing for them to do
+		}
 		return store.Grant{}, &Refusal{Reason: fmt.Sprintf("Only <@%s>, who granted it, or an admin can revoke this standing approval.", g.By.ID), Rule: RuleGranter}
 	}
+	// Even when its record says revoked, the store tombstones its copies
+	// again: a revocation that failed half way (some shards' copies still
+	// live, its caller told of the error) is completed by this one, so a
+	// revoke that returns never leaves a copy a create could match.
 	rev, already, err := c.grants.Store.RevokeGrant(ctx, grantID, aah.Person{ID: by.ID, Name: by.Name})
 	if err != nil {
 		return store.Grant{}, fmt.Errorf("revoke standing approval %s: %w", grantID, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // The standing-approval tests run the core over the real store (the
@@ -53,6 +55,8 @@ func (groups) GroupMembers(_ context.Context, g string) ([]string, error) {
 
 type grantFixture struct {
 	st   *store.Store
+	rdb  redis.UniversalClient
+	pfx  string // the store's key prefix
 	clk  *gclock
 	core *approval.Core
 	ctx  context.Context
@@ -63,11 +67,13 @@ func newGrantFixture(t *testing.T, embedded bool, mod func(*approval.StandingApp
 	clk := &gclock{now: gt0}
 	var st *store.Store
 	var err error
+	var rdb redis.UniversalClient
+	var prefix string
 	if embedded {
-		rdb, prefix := redistest.Embedded(t, clk.Now)
+		rdb, prefix = redistest.Embedded(t, clk.Now)
 		st, err = store.New(rdb, store.Options{Prefix: prefix, Now: clk.Now})
 	} else {
-		rdb, prefix := redistest.Client(t)
+		rdb, prefix = redistest.Client(t)
 		clk = &gclock{now: time.Now().UTC().Truncate(time.Millisecond)} // TIME is the wall clock's
 		st, err = store.New(rdb, store.Options{Prefix: prefix, Now: clk.Now})
 	}
@@ -80,7 +86,7 @@ func newGrantFixture(t *testing.T, embedded bool, mod func(*approval.StandingApp
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	return grantFixture{st: st, clk: clk, ctx: ctx, core: approval.New(st, approval.Options{Now: clk.Now, Directory: groups{},
+	return grantFixture{st: st, rdb: rdb, pfx: prefix, clk: clk, ctx: ctx, core: approval.New(st, approval.Options{Now: clk.Now, Directory: groups{},
 		Policy: approval.Policy{Admins: []string{gadmin.ID}}, Grants: sa})}
 }
 
@@ -455,5 +461,58 @@ func TestGrantRevokeRacesIntakes(t *testing.T) {
 	wg.Wait()
 	if before == 0 || after == 0 {
 		t.Errorf("%d intakes before the revoke, %d after; want both sides of the race", before, after)
+	}
+}
+
+// hookedStorage runs before, once, as a create begins its transaction:
+// after the core matched the request against the listed grants.
+type hookedStorage struct {
+	*store.Store
+	before func()
+}
+
+func (h *hookedStorage) Create(ctx context.Context, n store.NewRequest) (store.Record, bool, error) {
+	if h.before != nil {
+		h.before()
+		h.before = nil
+	}
+	return h.Store.Create(ctx, n)
+}
+
+// A revocation that failed half way (its record marked revoked, the copies
+// of the shards not yet tombstoned: the store's RevokeGrant returned an
+// error) is completed by revoking again: once a revoke returns without an
+// error, no request resolves by the grant, not even one whose intake listed
+// the grant before the revocation began.
+func TestGrantRevokeRetryCompletesAFailedRevocation(t *testing.T) {
+	t.Parallel()
+	f := newGrantFixture(t, true, nil)
+	f.submit(t, f.core, "origin-1", "deployer", nil, scale("scale"))
+	_, g, err := f.core.Grant(f.ctx, "origin-1", "scale", galice, time.Hour, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooked := &hookedStorage{Store: f.st}
+	intake := approval.New(hooked, approval.Options{Now: f.clk.Now, Directory: groups{},
+		Policy: approval.Policy{Admins: []string{gadmin.ID}}, Grants: approval.StandingApprovals{Store: f.st, Max: time.Hour}})
+	hooked.before = func() {
+		// What the first revoke left when tombstoning failed: the record
+		// says revoked (the revokeGrant script ran), every copy is live.
+		key := f.pfx + ":{grants}:grant:" + g.ID
+		if err := f.rdb.HSet(f.ctx, key, "revoked_ms", strconv.FormatInt(f.clk.Now().UnixMilli(), 10),
+			"revoked_by", `{"id":"U0ALICE","name":"alice"}`).Err(); err != nil {
+			t.Error(err)
+		}
+		if _, err := f.core.RevokeGrant(f.ctx, g.ID, galice); err != nil {
+			t.Errorf("revoking again: %v", err)
+		}
+	}
+	if rec := f.submit(t, intake, "after-retry", "deployer", nil, scale("scale")); rec.Status != aah.StatusPending {
+		t.Fatalf("created after the revoke returned: %s; want pending", rec.Status)
+	}
+	// Someone who may not revoke it is told it is revoked, and changes
+	// nothing.
+	if again, err := f.core.RevokeGrant(f.ctx, g.ID, gbob); err != nil || again.RevokedAt.IsZero() {
+		t.Errorf("Bob on the revoked grant: %+v, %v", again, err)
 	}
 }
