@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/aah/schema"
 	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
@@ -223,6 +224,12 @@ func TestGrantApprovesAndMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := resp.Content.Body.Data
+	if err := schema.ValidateResponse(rec.Response); err != nil {
+		t.Errorf("the grant's response breaks the schema: %v", err)
+	}
+	if err := schema.ValidateResponse(out.Record.Response); err != nil {
+		t.Errorf("the origin's response breaks the schema: %v", err)
+	}
 	if data.OverallStatus != "all_approved" || len(data.Responses) != 1 || data.Responses[0].Grant == nil ||
 		data.Responses[0].Grant.ID != g.ID || data.Responses[0].Grant.By.ID != galice.ID {
 		t.Errorf("response data = %+v; want approved, the entry carrying the grant", data)
