@@ -167,6 +167,9 @@ func grantable(dec aah.Decision, rules aah.Rules) error {
 	switch {
 	case dec.Type != aah.TypeApproval:
 		return &Refusal{Reason: "Only an approval decision can be approved for a while.", Rule: RuleGrant}
+	case !dec.Accepts(aah.VerbApprove):
+		return &Refusal{Reason: "The agent does not accept this action approved as proposed, so similar requests " +
+			"cannot be approved for a while.", Rule: RuleGrant}
 	case dec.ActionKey() == "":
 		return &Refusal{Reason: "This decision names no kind of action (action_key or proposed_action.tool_name), " +
 			"so there is nothing to approve similar requests by.", Rule: RuleGrant}

@@ -276,6 +276,7 @@ func TestGrantDoesNotMatch(t *testing.T) {
 		{"irreversible by its risk", "deployer", nil, []dec{scale("scale").withReview("risk_assessment",
 			map[string]any{"risk_level": "low", "reversibility": "irreversible"})}},
 		{"critical risk", "deployer", nil, []dec{scale("scale").withReview("risk_assessment", map[string]any{"risk_level": "critical"})}},
+		{"approve not accepted", "deployer", nil, []dec{scale("scale").withReview("responses", []any{"reject", "defer"})}},
 		{"granter not a reviewer of it", "deployer", map[string]any{"reviewers": []any{gbob.ID}}, []dec{scale("scale")}},
 		{"granter is its requester", "deployer", map[string]any{"reviewers": []any{galice.ID, gbob.ID}, "requested_by": galice.ID},
 			[]dec{scale("scale")}},
@@ -314,6 +315,7 @@ func TestGrantRefusals(t *testing.T) {
 	f.submit(t, f.core, "critical", "deployer", nil, scale("scale").withReview("risk_assessment", map[string]any{"risk_level": "critical"}))
 	f.submit(t, f.core, "nokey", "deployer", nil, dec{"scale", nil})
 	f.submit(t, f.core, "carols", "deployer", map[string]any{"reviewers": []any{gcarol.ID}}, scale("scale"))
+	f.submit(t, f.core, "noapprove", "deployer", nil, scale("scale").withReview("responses", []any{"reject", "defer"}))
 	agent := aah.Person{ID: galice.ID, Agent: "helper", Via: aah.ViaAPI}
 	for _, tc := range []struct {
 		name, id string
@@ -327,6 +329,7 @@ func TestGrantRefusals(t *testing.T) {
 		{"irreversible", "irrev", galice, time.Hour, approval.RuleGrant},
 		{"critical", "critical", galice, time.Hour, approval.RuleGrant},
 		{"no action key", "nokey", galice, time.Hour, approval.RuleGrant},
+		{"approve not accepted", "noapprove", galice, time.Hour, approval.RuleGrant},
 		{"not in STANDING_APPROVAL_GRANTERS", "carols", gcarol, time.Hour, approval.RuleGranter},
 		{"an agent", "plain", agent, time.Hour, approval.RuleGranter},
 		{"may not approve it", "plain", aah.Person{ID: "U0MORGAN"}, time.Hour, approval.RuleReviewer},
@@ -336,7 +339,7 @@ func TestGrantRefusals(t *testing.T) {
 			t.Errorf("%s: refused by %q; want %q", tc.name, got, tc.rule)
 		}
 	}
-	for _, id := range []string{"plain", "gated", "irrev", "critical", "nokey"} {
+	for _, id := range []string{"plain", "gated", "irrev", "critical", "nokey", "noapprove"} {
 		if rec, _ := f.st.Get(f.ctx, id); rec.Status != aah.StatusPending {
 			t.Errorf("%s after refused grants: %s; want pending", id, rec.Status)
 		}
