@@ -80,11 +80,28 @@ func (c *Core) GrantMax() time.Duration {
 // (grant_created). A refusal changes nothing; should the grant fail once
 // the approval was recorded, the error says so.
 func (c *Core) Grant(ctx context.Context, requestID, decisionID string, by aah.Person, d time.Duration, comment string) (Outcome, store.Grant, error) {
-	if err := c.checkGrant(ctx, by, d, comment); err != nil {
+	if err := c.checkGrant(d, comment); err != nil {
 		return Outcome{}, store.Grant{}, err
+	}
+	// Whether STANDING_APPROVAL_GRANTERS lists them needs lookups, which
+	// must not run inside the transaction; it is refused (and audited)
+	// there, after who may decide the request: a person who may not learns
+	// nothing about the granters.
+	lookup, cancel := context.WithTimeout(ctx, authorizeBudget)
+	mayGrant, err := c.mayGrant(lookup, by.ID)
+	cancel()
+	if err != nil {
+		return Outcome{}, store.Grant{}, fmt.Errorf("check who may grant standing approvals: %w", err)
 	}
 	var agent, key string
 	out, err := c.act(ctx, requestID, by, "grant", func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
+		switch {
+		case by.Agent != "":
+			return nil, &Refusal{Reason: "An agent cannot grant standing approvals; a person has to.", Rule: RuleGranter}
+		case !mayGrant:
+			return nil, &Refusal{Reason: "Only the people this workspace lists in STANDING_APPROVAL_GRANTERS can approve similar " +
+				"requests for a while. You can still approve this one.", Rule: RuleGranter}
+		}
 		dec, ok := req.Decision(decisionID)
 		if !ok {
 			return nil, &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", decisionID), Field: FieldDecision, Rule: RuleInvalid}
@@ -125,9 +142,9 @@ func (c *Core) Grant(ctx context.Context, requestID, decisionID string, by aah.P
 }
 
 // checkGrant refuses a grant that no request could allow: standing
-// approvals off, a duration out of bounds, a comment too long, an agent
-// granting, or a person STANDING_APPROVAL_GRANTERS does not list.
-func (c *Core) checkGrant(ctx context.Context, by aah.Person, d time.Duration, comment string) error {
+// approvals off, a duration out of bounds, a comment too long. Who may
+// grant is Grant's, inside its audited action.
+func (c *Core) checkGrant(d time.Duration, comment string) error {
 	max := c.GrantMax()
 	switch {
 	case max <= 0:
@@ -138,18 +155,6 @@ func (c *Core) checkGrant(ctx context.Context, by aah.Person, d time.Duration, c
 		return &Refusal{Reason: fmt.Sprintf("A standing approval lasts at most %s (STANDING_APPROVAL_MAX).", max), Field: "duration", Rule: RuleInvalid}
 	case utf8.RuneCountInString(comment) > aah.MaxTextLength:
 		return &Refusal{Reason: "A comment holds at most 3000 characters.", Field: "comment", Rule: RuleInvalid}
-	case by.Agent != "":
-		return &Refusal{Reason: "An agent cannot grant standing approvals; a person has to.", Rule: RuleGranter}
-	}
-	ctx, cancel := context.WithTimeout(ctx, authorizeBudget)
-	defer cancel()
-	ok, err := c.mayGrant(ctx, by.ID)
-	if err != nil {
-		return fmt.Errorf("check who may grant standing approvals: %w", err)
-	}
-	if !ok {
-		return &Refusal{Reason: "Only the people this workspace lists in STANDING_APPROVAL_GRANTERS can approve similar " +
-			"requests for a while. You can still approve this one.", Rule: RuleGranter}
 	}
 	return nil
 }

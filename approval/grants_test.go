@@ -333,10 +333,20 @@ func TestGrantRefusals(t *testing.T) {
 		{"not in STANDING_APPROVAL_GRANTERS", "carols", gcarol, time.Hour, approval.RuleGranter},
 		{"an agent", "plain", agent, time.Hour, approval.RuleGranter},
 		{"may not approve it", "plain", aah.Person{ID: "U0MORGAN"}, time.Hour, approval.RuleReviewer},
+		// Who may decide comes first: the granters are nobody else's business.
+		{"neither a reviewer nor a granter", "plain", aah.Person{ID: "U0DAVE"}, time.Hour, approval.RuleReviewer},
 	} {
+		before := len(f.audit(t, tc.id))
 		_, _, err := f.core.Grant(f.ctx, tc.id, "scale", tc.by, tc.d, "")
 		if got := refusalRule(err); got != tc.rule {
 			t.Errorf("%s: refused by %q; want %q", tc.name, got, tc.rule)
+		}
+		entries := f.audit(t, tc.id)
+		if tc.rule == approval.RuleInvalid {
+			continue // a bad input, refused before the request is read
+		}
+		if len(entries) != before+1 || entries[len(entries)-1].Event != "click_refused" || entries[len(entries)-1].Data["rule"] != tc.rule {
+			t.Errorf("%s: refusal not audited: %v", tc.name, events(entries))
 		}
 	}
 	for _, id := range []string{"plain", "gated", "irrev", "critical", "nokey", "noapprove"} {
