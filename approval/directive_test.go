@@ -216,6 +216,10 @@ func TestReassignRefusals(t *testing.T) {
 			carol, "U0MORGAN", RuleReviewer, ""},
 		{"the requester", func(t *testing.T) store.Record { return reviewed(t, reviewers(self, alice, riley), scaleReview(nil)) },
 			riley, "U0MORGAN", RuleSelfApproval, ""},
+		{"to the requester", func(t *testing.T) store.Record { return reviewed(t, reviewers(self, alice, riley), scaleReview(nil)) },
+			alice, "U0RILEY", RuleInvalid, FieldTo},
+		{"to the requester's email", func(t *testing.T) store.Record { return reviewed(t, reviewers(self, alice), scaleReview(nil)) },
+			alice, "riley@example.com", RuleInvalid, FieldTo},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -341,5 +345,20 @@ func TestReassignRefusesBeforeResolvingTheTarget(t *testing.T) {
 		if rec, _ := st.Get(ctx, "req-1"); rec.Status != aah.StatusPending || rec.Reassignments != nil {
 			t.Errorf("to %q: the refusal changed the request: %+v", to, rec)
 		}
+	}
+}
+
+// Escalating to the requester hands the request to someone who may decide
+// it only when self-approval is allowed.
+func TestReassignToTheRequesterWithSelfApproval(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, _ := newCore(reviewed(t, reviewers(map[string]any{"requested_by": "U0RILEY"}, alice), scaleReview(nil)),
+		Policy{Defaults: aah.Defaults{AllowSelfApproval: true}})
+	if out, err := c.Reassign(ctx, "req-1", alice, "U0RILEY", ""); err != nil || !out.Changed {
+		t.Fatalf("%+v, %v", out, err)
+	}
+	if out, err := c.Answer(ctx, "req-1", riley, map[string]any{"ship": true}); err != nil || !out.Resolved {
+		t.Errorf("the requester, escalated to, with self-approval: %+v, %v", out, err)
 	}
 }

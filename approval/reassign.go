@@ -54,12 +54,22 @@ func (c *Core) Reassign(ctx context.Context, requestID string, by aah.Person, to
 	if slices.Equal(t.Users, []string{by.ID}) {
 		return Outcome{}, &Refusal{Reason: "You cannot escalate a request to yourself: name someone else.", Field: FieldTo, Rule: RuleInvalid}
 	}
+	lookup, cancel = context.WithTimeout(ctx, authorizeBudget)
+	onlyRequester, err := c.onlyRequester(lookup, requestID, t)
+	cancel()
+	if err != nil {
+		return Outcome{}, fmt.Errorf("check the escalation target of %s: %w", requestID, err)
+	}
 	return c.act(ctx, requestID, by, string(aah.VerbEscalate), func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
 		if err := offered(req, aah.VerbEscalate); err != nil {
 			return nil, err
 		}
 		if err := g.mayDecide(); err != nil {
 			return nil, err
+		}
+		if onlyRequester && !g.rules.AllowSelfApproval {
+			return nil, &Refusal{Reason: fmt.Sprintf("%s asked for this decision, so they cannot make it (self-approval is off): "+
+				"name someone else.", to), Field: FieldTo, Rule: RuleInvalid}
 		}
 		if n := len(rec.Reassignments); n > 0 {
 			if last := rec.Reassignments[n-1]; last.By.ID == by.ID && last.To == to && last.Note == note {
@@ -69,6 +79,30 @@ func (c *Core) Reassign(ctx context.Context, requestID string, by aah.Person, to
 		out.Changed = true
 		return c.reassignment(rec, by, to, note, t), nil
 	})
+}
+
+// onlyRequester reports whether every user t reaches is the request's
+// requester: an escalation to them hands it to nobody who may decide it
+// unless self-approval is allowed (a channel is not checked).
+func (c *Core) onlyRequester(ctx context.Context, requestID string, t Target) (bool, error) {
+	if len(t.Users) == 0 {
+		return false, nil
+	}
+	rec, err := c.store.Get(ctx, requestID)
+	if err != nil {
+		return false, err
+	}
+	req, err := rec.Request()
+	if err != nil {
+		return false, err
+	}
+	for _, u := range t.Users {
+		is, err := (&matcher{dir: c.dir, user: u}).any(ctx, req.Requester())
+		if err != nil || !is {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // reassignment is the change of a hand-made escalation to t: the
