@@ -59,6 +59,10 @@ type StandingApprovals struct {
 	Granters []string
 }
 
+// MinGrant is the shortest standing approval, as STANDING_APPROVAL_MAX's
+// smallest setting.
+const MinGrant = time.Minute
+
 // grantLookupBudget bounds the directory lookups of matching a new
 // request: it runs under the intake's write deadline. Past it the request
 // is posted as usual.
@@ -151,6 +155,10 @@ func (c *Core) checkGrant(d time.Duration, comment string) error {
 		return &Refusal{Reason: "Standing approvals are off in this workspace (STANDING_APPROVAL_MAX=0).", Rule: RuleGrantsOff}
 	case d <= 0:
 		return &Refusal{Reason: "Choose for how long to approve similar requests.", Field: "duration", Rule: RuleInvalid}
+	case d < MinGrant:
+		// Shorter would approve nothing (and the store keeps no grant under
+		// a millisecond: refused here, before the approval is recorded).
+		return &Refusal{Reason: fmt.Sprintf("A standing approval lasts at least %s.", MinGrant), Field: "duration", Rule: RuleInvalid}
 	case d > max:
 		return &Refusal{Reason: fmt.Sprintf("A standing approval lasts at most %s (STANDING_APPROVAL_MAX).", max), Field: "duration", Rule: RuleInvalid}
 	case utf8.RuneCountInString(comment) > aah.MaxTextLength:
