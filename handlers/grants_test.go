@@ -26,7 +26,7 @@ func (failedGrant) RevokeGrant(context.Context, string, aah.Person) (store.Grant
 	return store.Grant{}, nil
 }
 func (failedGrant) Grants(context.Context, string) ([]store.Grant, error) { return nil, nil }
-func (failedGrant) GrantMax() time.Duration                                { return time.Hour }
+func (failedGrant) GrantMax() time.Duration                               { return time.Hour }
 
 // ephemerals records the ephemeral messages sent.
 type ephemerals struct {
