@@ -100,6 +100,26 @@ func TestReviewResponsesMatchTheSchema(t *testing.T) {
 	}
 }
 
+// A directive on a request collecting sign-offs lists the sign-offs so far.
+func TestDirectiveResponseWithSignoffsMatchesTheSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, _ := newCore(reviewed(t, reviewers(map[string]any{"quorum": 2}, alice, bob), scaleReview(nil)), Policy{})
+	if _, err := c.Answer(ctx, "req-1", alice, map[string]any{"ship": true}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Direct(ctx, "req-1", bob, aah.VerbChangePlan, "ask finance first")
+	if err != nil || !out.Resolved {
+		t.Fatalf("%+v, %v", out, err)
+	}
+	valid(t, out.Record)
+	d := response(t, out.Record)
+	if d.OverallStatus != aah.OverallPending || len(d.Responses) != 1 || len(d.Responses[0].Signoffs) != 1 ||
+		d.Directive == nil || d.Directive.Requirement != "ask finance first" {
+		t.Errorf("response %+v", d)
+	}
+}
+
 // valid fails the test when the record's response artifact breaks the
 // response schema.
 func valid(t *testing.T, rec store.Record) {
