@@ -183,6 +183,13 @@ func TestReassign(t *testing.T) {
 	if !slices.ContainsFunc(st.jobs, func(j store.JobAt) bool { return j.ID == "escalate:req-1:-2" }) {
 		t.Errorf("no copies job for step -2: %+v", st.jobs)
 	}
+	// Alice's first submission, retried late (after Morgan's escalation),
+	// adds nothing: no new step, no second copy for Morgan.
+	commits = st.commits
+	if again, err := c.Reassign(ctx, "req-1", alice, "U0MORGAN", "you own billing"); err != nil || again.Changed || st.commits != commits ||
+		len(again.Record.Reassignments) != 2 {
+		t.Errorf("late retry: %+v %v", again.Record.Reassignments, err)
+	}
 	// The target decides, like a reviewer.
 	if out, err := c.Answer(ctx, "req-1", morgan, map[string]any{"ship": true}); err != nil || out.Record.Status != aah.StatusResolved {
 		t.Fatalf("morgan's answer: %+v %v", out, err)

@@ -71,10 +71,12 @@ func (c *Core) Reassign(ctx context.Context, requestID string, by aah.Person, to
 			return nil, &Refusal{Reason: fmt.Sprintf("%s asked for this decision, so they cannot make it (self-approval is off): "+
 				"name someone else.", to), Field: FieldTo, Rule: RuleInvalid}
 		}
-		if n := len(rec.Reassignments); n > 0 {
-			if last := rec.Reassignments[n-1]; last.By.ID == by.ID && last.To == to && last.Note == note {
-				return nil, nil // a double click or a retried submission
-			}
+		if slices.ContainsFunc(rec.Reassignments, func(r aah.Reassignment) bool {
+			return r.By.ID == by.ID && r.To == to && r.Note == note
+		}) {
+			// A double click or a retried submission, even one arriving
+			// after someone else escalated: no second step, no second copy.
+			return nil, nil
 		}
 		out.Changed = true
 		return c.reassignment(rec, by, to, note, t), nil
