@@ -38,37 +38,6 @@ func (c *Core) AnswerAll(ctx context.Context, requestID string, by aah.Person, a
 	})
 }
 
-// Reject rejects approval decisions with the person's reason, in one
-// update: the reason becomes their comment on each decision (and their
-// sign-off's reason), so it can neither be lost to a concurrent change nor
-// outlive a refused rejection.
-func (c *Core) Reject(ctx context.Context, requestID string, decisionIDs []string, by aah.Person, reason string) (Outcome, error) {
-	return c.reject(ctx, requestID, by, reason, func(*aah.Request) []string { return decisionIDs })
-}
-
-// RejectAll rejects every approval decision of the request with the
-// person's reason, like Reject.
-func (c *Core) RejectAll(ctx context.Context, requestID string, by aah.Person, reason string) (Outcome, error) {
-	return c.reject(ctx, requestID, by, reason, approvalDecisions)
-}
-
-func (c *Core) reject(ctx context.Context, requestID string, by aah.Person, reason string, pick func(*aah.Request) []string) (Outcome, error) {
-	reason = strings.TrimSpace(reason)
-	if reason == "" {
-		return Outcome{}, &Refusal{Reason: "Say why you reject it.", Field: "comment", Rule: RuleRequireReason}
-	}
-	if utf8.RuneCountInString(reason) > aah.MaxTextLength {
-		return Outcome{}, &Refusal{Reason: "A reason holds at most 3000 characters.", Field: "comment", Rule: RuleInvalid}
-	}
-	return c.act(ctx, requestID, by, "answer", func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
-		values := map[string]any{}
-		for _, id := range pick(req) {
-			values[id] = false
-		}
-		return c.answer(rec, req, g, out, cloneAnswers(rec.Answers), by, values, reason, nil)
-	})
-}
-
 // AnswerWithComment records a person's comment on a decision and their
 // answer to it in one update (an input dialog with its comment field): a
 // single-decision request resolves on the answer, and its response carries
@@ -107,6 +76,13 @@ func approvalDecisions(req *aah.Request) []string {
 // becomes by's comment on the decision.
 func (c *Core) answer(rec store.Record, req *aah.Request, g grant, out *Outcome, answers map[string]aah.Answer,
 	by aah.Person, values map[string]any, reason string, ch *store.Change) (*store.Change, error) {
+	return c.answerWith(rec, req, g, out, answers, by, values, answerOpts{reason: reason}, ch)
+}
+
+// answerWith is answer with what the answers carry beyond their values
+// (answerOpts): every verb that answers a decision goes through it.
+func (c *Core) answerWith(rec store.Record, req *aah.Request, g grant, out *Outcome, answers map[string]aah.Answer,
+	by aah.Person, values map[string]any, o answerOpts, ch *store.Change) (*store.Change, error) {
 	if err := g.mayDecide(); err != nil {
 		return nil, err
 	}
@@ -125,8 +101,12 @@ func (c *Core) answer(rec store.Record, req *aah.Request, g grant, out *Outcome,
 		if err != nil {
 			return nil, &Refusal{Reason: fmt.Sprintf("%s: %v", dec.Prompt, err), Field: "value", Rule: RuleInvalid}
 		}
+		if o.picked != "" && v == false && !offersReason(dec, o.picked) {
+			return nil, &Refusal{Reason: fmt.Sprintf("“%s” is not one of the reasons offered for rejecting “%s”.", o.picked, dec.Prompt),
+				Field: FieldRejectReason, Rule: RuleInvalid}
+		}
 		prev, had := answers[id]
-		a, data, err := g.answer(dec, prev, v, by, now, reason)
+		a, data, err := g.answer(dec, prev, v, by, now, o)
 		if err != nil {
 			return nil, err
 		}

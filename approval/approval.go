@@ -40,6 +40,7 @@ type Core struct {
 	reminders  aah.ReminderPlan
 	timerKinds map[string]bool
 	metrics    *Metrics
+	grants     StandingApprovals
 }
 
 // Options configure a Core.
@@ -61,6 +62,8 @@ type Options struct {
 	// Metrics measure decisions (first answers, closes); nil measures
 	// nothing.
 	Metrics *Metrics
+	// Grants are the standing approvals (grants.go); the zero value has none.
+	Grants StandingApprovals
 }
 
 // New returns the core over st.
@@ -69,7 +72,7 @@ func New(st Storage, opts Options) *Core {
 		opts.Now = time.Now
 	}
 	return &Core{store: st, now: opts.Now, dir: opts.Directory, policy: opts.Policy,
-		reminders: opts.Reminders, timerKinds: opts.TimerKinds, metrics: opts.Metrics}
+		reminders: opts.Reminders, timerKinds: opts.TimerKinds, metrics: opts.Metrics, grants: opts.Grants}
 }
 
 // update is Storage.Update, measured: what the decide run that committed
@@ -115,6 +118,17 @@ func (r *Refusal) Error() string { return r.Reason }
 const (
 	FieldDecision = "decision_id"
 	FieldRequired = "required"
+)
+
+// Refusal fields of the reviewer verbs: the picked reject reason, a
+// directive's text, an escalation's target and note. A modify's edited
+// parameter is FieldParam + its name.
+const (
+	FieldRejectReason = "reject_reason"
+	FieldText         = "text"
+	FieldTo           = "to"
+	FieldNote         = "note"
+	FieldParam        = "param:"
 )
 
 // Outcome is the result of an accepted action.

@@ -51,6 +51,10 @@ const (
 	RuleSelfApproval  = "self_approval"
 	RuleRequireReason = "require_reason"
 	RuleInvalid       = "invalid"
+	// RuleVerb refuses a verb the request does not accept (its
+	// extensions.decisions responses), or modify on a decision that
+	// needs several sign-offs.
+	RuleVerb = "verb"
 )
 
 // authority is what one person may do on one request, worked out before the

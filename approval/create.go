@@ -61,6 +61,7 @@ func (c *Core) Create(ctx context.Context, s Submission) (rec store.Record, crea
 		return store.Record{}, false, refusal
 	}
 	req := s.Request
+	match, matched := c.grantMatcher(ctx, req, s.Agent)
 	rec, created, err = c.store.Create(ctx, store.NewRequest{
 		ID:          req.Artifact.ID,
 		Agent:       s.Agent,
@@ -74,9 +75,14 @@ func (c *Core) Create(ctx context.Context, s Submission) (rec store.Record, crea
 		Events:      req.Events,
 		// Nobody to tell how it ends: closing it schedules no notice.
 		NoRequester: len(req.Requester()) == 0,
+		// Resolved at once by a standing approval, if one covers it.
+		MatchGrants: match,
 	})
 	if err != nil {
 		return store.Record{}, false, fmt.Errorf("create request %s: %w", req.Artifact.ID, err)
+	}
+	if created && matched != nil && !rec.Status.Open() {
+		c.metrics.observe(*matched)
 	}
 	return rec, created, nil
 }

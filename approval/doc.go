@@ -15,6 +15,7 @@
 //	   │                   │
 //	   └──escalate──▶ escalated (still open: answers and submit as above)
 //	open ──deadline──▶ resolved or expired   open ──withdraw──▶ withdrawn
+//	open ──defer / change_plan / abort──▶ resolved (with a directive)
 //
 // Where each transition and rule lives:
 //
@@ -27,6 +28,14 @@
 //	  self-approval, required reasons
 //	answer → partial (or resolved)            answer.go       Core.Answer, AnswerAll, Reject,
 //	                                                          RejectAll, AnswerWithComment
+//	reject with reasons (picked from the      reject.go       Core.Reject, RejectAll, RejectWith
+//	  agent's reject_reasons, own words)
+//	modify: approve with edited parameters    modify.go       Core.Modify
+//	  (not on gated decisions)
+//	defer, change_plan, abort → resolved      directive.go    Core.Direct
+//	  with Record.Directive
+//	escalate by hand → escalated (copies      reassign.go     Core.Reassign
+//	  under a hand-made step key)
 //	comment                                   answer.go       Core.Comment
 //	submit → resolved (defaults on submit)    resolve.go      Core.Submit
 //	the response artifact and its delivery    response.go     Core.closeWith
@@ -40,6 +49,9 @@
 //	  update of every reviewer action
 //	what the message shows of a record        view.go         View, ListItem
 //	  (and the request it follows up)                         FollowUpOf
+//	standing approvals: who may grant, what   grants.go,      Core.Grant, RevokeGrant, Grants;
+//	  a grant covers (matched in the create     grants_match.go grantMatcher
+//	  transaction), who may revoke
 //	decision metrics: first answer, closes    metrics.go      Core.update, Metrics
 //	  by outcome (once, by the committer)
 //

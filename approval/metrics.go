@@ -17,8 +17,10 @@ import (
 // every one rejected is "rejected", some of each is "partial" (neither:
 // counting it as either would misreport the other half). A request closed
 // at its deadline without a decision is "expired", one the agent withdrew
-// "withdrawn". "resolved" is only a fallback for a resolved request whose
-// response says nothing was decided, which the core never writes.
+// "withdrawn". One a reviewer closed with a directive is labelled by it:
+// "deferred", "change_plan", "aborted". "resolved" is only a fallback for a
+// resolved request whose response says nothing was decided otherwise, which
+// the core never writes.
 const (
 	OutcomeApproved  = "approved"
 	OutcomeRejected  = "rejected"
@@ -26,7 +28,16 @@ const (
 	OutcomeExpired   = "expired"
 	OutcomeWithdrawn = "withdrawn"
 	OutcomeResolved  = "resolved"
+	// The directives (Core.Direct).
+	OutcomeDeferred   = "deferred"
+	OutcomeChangePlan = "change_plan"
+	OutcomeAborted    = "aborted"
 )
+
+// directiveOutcomes label a close by its directive.
+var directiveOutcomes = map[aah.Verb]string{
+	aah.VerbDefer: OutcomeDeferred, aah.VerbChangePlan: OutcomeChangePlan, aah.VerbAbort: OutcomeAborted,
+}
 
 // decisionBuckets span how long people take to decide, in seconds: a
 // minute to a week.
@@ -56,18 +67,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		resolution: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "approvalbot_decision_time_to_resolution_seconds",
-			Help:    "Time from a request's receipt to its close, by outcome: approved, rejected, partial, expired, withdrawn.",
+			Help:    "Time from a request's receipt to its close, by outcome: approved, rejected, partial, expired, withdrawn, deferred, change_plan, aborted.",
 			Buckets: decisionBuckets,
 		}, []string{"outcome"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "approvalbot_decisions_total",
 			Help: "Requests closed, by outcome: approved, rejected, partial (some approval decisions approved, some " +
-				"rejected), expired (deadline, nothing decided), withdrawn (by the agent).",
+				"rejected), expired (deadline, nothing decided), withdrawn (by the agent), deferred, change_plan, aborted (a reviewer's directive).",
 		}, []string{"outcome"}),
 	}
 	// Every outcome is exported from the start, so a rate over it is
 	// defined before the first request closes that way.
-	for _, o := range []string{OutcomeApproved, OutcomeRejected, OutcomePartial, OutcomeExpired, OutcomeWithdrawn} {
+	for _, o := range []string{OutcomeApproved, OutcomeRejected, OutcomePartial, OutcomeExpired, OutcomeWithdrawn,
+		OutcomeDeferred, OutcomeChangePlan, OutcomeAborted} {
 		m.decisions.WithLabelValues(o)
 	}
 	if reg != nil {
@@ -122,6 +134,8 @@ func transitionOf(rec store.Record, ch *store.Change) transition {
 		t.outcome, t.closedAfter = OutcomeWithdrawn, since(rec.ReceivedAt, ch.WithdrawnAt)
 	case ch.Status == aah.StatusExpired && ch.Resolution != nil:
 		t.outcome, t.closedAfter = OutcomeExpired, since(rec.ReceivedAt, ch.Resolution.At)
+	case ch.Status == aah.StatusResolved && ch.Resolution != nil && ch.Directive != nil:
+		t.outcome, t.closedAfter = directiveOutcomes[ch.Directive.Verb], since(rec.ReceivedAt, ch.Resolution.At)
 	case ch.Status == aah.StatusResolved && ch.Resolution != nil:
 		t.outcome, t.closedAfter = verdict(ch.Resolution.Response), since(rec.ReceivedAt, ch.Resolution.At)
 	}

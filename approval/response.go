@@ -9,13 +9,16 @@ import (
 // closeWith closes the request with its response: resolved, or expired (the
 // deadline passed; the response says nothing was decided). The response is
 // built once, here, and never changes; its delivery to the agent is
-// scheduled in the same change. by is who resolved it (zero: the system,
+// scheduled in the same change. A directive in ch (defer, change_plan,
+// abort) goes into the response, which then says nothing was decided. by
+// is who resolved it (zero: the system,
 // whose response source is system:approvalbot); role is the required roles
 // they hold.
 func (c *Core) closeWith(rec store.Record, req *aah.Request, answers map[string]aah.Answer, by aah.Person, role string, ch *store.Change, outcome string) *store.Change {
 	now := c.now().UTC()
 	resp := aah.BuildResponse(req, answers, aah.ResponseOptions{
 		ID: "aah_decision_resp_" + uuid.NewString(), CreatedAt: now, ResolvedBy: by, ResolverRole: role, Outcome: outcome,
+		Directive: ch.Directive,
 	})
 	ch.Status = aah.StatusResolved
 	event := "resolved"

@@ -121,7 +121,13 @@ func RejectModal(req *aah.Request, ref ModalRef) slack.ModalViewRequest {
 	in.Multiline = true
 	in.MaxLength = aah.MaxTextLength
 	reason := slack.NewInputBlock(BlockComment, plainLabel("Why do you reject it?"), nil, in)
-	return modal(ModalReject, "Reject", "Reject", ref, []slack.Block{section(head), reason})
+	out := []slack.Block{section(head)}
+	if reasons := RejectReasons(req, ref.DecisionID); len(reasons) > 0 {
+		// The agent's reasons (verbs_modal.go); either field explains it.
+		reason.Label, reason.Optional = plainLabel("In your own words"), true
+		out = append(out, rejectReasonInput(reasons))
+	}
+	return modal(ModalReject, "Reject", "Reject", ref, append(out, reason))
 }
 
 func fitted(s string, limit int) string { out, _ := fit(s, limit, "…"); return out }

@@ -98,6 +98,13 @@ type Config struct {
 	ReviewerTokens string   `envconfig:"REVIEWER_TOKENS"`
 	AgentApprovers []string `envconfig:"AGENT_APPROVERS"`
 
+	// StandingApprovalMax is the longest standing approval ("Approve
+	// similar for…") a reviewer may grant, 0 for none; only
+	// StandingApprovalGranters (user ids, user group ids) may grant when
+	// set, else anyone who may approve the decision (config_grants.go).
+	StandingApprovalMax      time.Duration `envconfig:"STANDING_APPROVAL_MAX" default:"1h"`
+	StandingApprovalGranters []string      `envconfig:"STANDING_APPROVAL_GRANTERS"`
+
 	// PolicyOverrideAgents are the agents (INTAKE_TOKENS names) whose
 	// requests may loosen APPROVAL_QUORUM, ALLOW_SELF_APPROVAL and
 	// REQUIRE_REASON; for every other agent they are a floor.
@@ -305,6 +312,7 @@ func (c *Config) validate() error {
 	c.validateAuthorization(add)
 	c.validateLimits(add)
 	c.validateRetention(add)
+	c.validateGrants(add)
 	if c.EventsRetention < time.Minute {
 		add("EVENTS_RETENTION must be at least 1m, got %s: a client resumes an event stream within it", c.EventsRetention)
 	}

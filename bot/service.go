@@ -114,7 +114,7 @@ func NewService(d Deps) (*Service, error) {
 	directory := NewDirectory(d.Slack, cfg.DirectoryCacheTTL, d.Registry)
 	reminders := aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax}
 	decider := approval.New(d.Store, approval.Options{Now: d.Now, Policy: cfg.Policy(), Directory: directory,
-		Reminders: reminders, Metrics: d.Metrics.Decisions,
+		Reminders: reminders, Metrics: d.Metrics.Decisions, Grants: cfg.StandingApprovals(d.Store),
 		// The timer kinds this service registers a job handler for, below.
 		TimerKinds: map[string]bool{store.JobExpire: true, store.JobEscalate: true, store.JobRemind: true}})
 	deliverer, err := webhook.NewDeliverer(webhook.DelivererOptions{

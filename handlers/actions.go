@@ -25,6 +25,10 @@ func (s *Slack) blockActions(ctx context.Context, cb *slack.InteractionCallback)
 			s.nextPage(cb, a.Value)
 			continue
 		}
+		if a.ActionID == blocks.ActionRevokeGrant && a.BlockID == blocks.GrantsBlockID {
+			s.revokeGrantClick(ctx, cb, channel, by, a.Value)
+			continue
+		}
 		requestID, decisionID, _, ok := blocks.ParseBlockID(a.BlockID)
 		if !ok {
 			continue // not one of approvalbot's controls
@@ -55,6 +59,17 @@ func (s *Slack) blockActions(ctx context.Context, cb *slack.InteractionCallback)
 			out, err = s.opts.Decisions.Submit(ctx, requestID, by)
 		case blocks.ActionOpenInput, blocks.ActionComment, blocks.ActionDetails, blocks.ActionRejectReason, blocks.ActionRejectAllReason:
 			s.openModal(ctx, a.ActionID, cb.TriggerID, requestID, decisionID, channel, by)
+			continue
+		case blocks.ActionApproveSimilar:
+			s.openGrantModal(ctx, cb.TriggerID, requestID, decisionID, channel, by)
+			continue
+		case blocks.ActionModify, blocks.ActionVerbs:
+			// Modify's button, or the request's overflow menu of verbs (verbs.go).
+			verb := aah.VerbModify
+			if a.ActionID == blocks.ActionVerbs {
+				verb = aah.Verb(a.SelectedOption.Value)
+			}
+			s.openVerbModal(ctx, verb, cb.TriggerID, requestID, decisionID, channel, by)
 			continue
 		default:
 			continue

@@ -109,6 +109,8 @@ func (s *Slack) answer(ctx context.Context, q commandQuery) blocks.Message {
 		return s.listing(ctx, q)
 	case "show":
 		return s.show(ctx, q.arg)
+	case "grants":
+		return s.grantList(ctx)
 	default:
 		return blocks.Notice(s.helpText())
 	}
@@ -123,6 +125,7 @@ func (s *Slack) helpText() string {
 		"• `" + c + " all`: every open request",
 		"• `" + c + " overdue`: open requests past their deadline, or escalated",
 		"• `" + c + " show &lt;id&gt;`: one request in full",
+		"• `" + c + " grants`: standing approvals (\"Approve similar…\") in force, to revoke",
 		"• `" + c + " help`: this help",
 	}, "\n")
 }

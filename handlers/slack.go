@@ -42,6 +42,14 @@ type Decisions interface {
 	// Check refuses (with a *approval.Refusal) a person who may not take
 	// action ("answer" or "comment") on the request, before a modal opens.
 	Check(ctx context.Context, requestID string, by aah.Person, action string) error
+	// The review extension's verbs (verbs.go): reject with a picked
+	// reason, modify, defer/change_plan/abort, escalate by hand, and
+	// CheckVerb before one's modal opens.
+	RejectWith(ctx context.Context, requestID string, decisionIDs []string, by aah.Person, r approval.Rejection) (approval.Outcome, error)
+	Modify(ctx context.Context, requestID, decisionID string, by aah.Person, edited map[string]any, comment string) (approval.Outcome, error)
+	Direct(ctx context.Context, requestID string, by aah.Person, verb aah.Verb, text string) (approval.Outcome, error)
+	Reassign(ctx context.Context, requestID string, by aah.Person, to, note string) (approval.Outcome, error)
+	CheckVerb(ctx context.Context, requestID, decisionID string, by aah.Person, verb aah.Verb) error
 }
 
 // Requests reads stored requests; *store.Store implements it.
@@ -106,6 +114,10 @@ type Options struct {
 	// replayed signed request or a redelivered envelope is not applied
 	// again; default Requests, when it implements ReplayStore.
 	Replays ReplayStore
+
+	// Grants are the standing approvals ("Approve similar…", Revoke,
+	// /approvals grants); default Decisions, when it implements Grants.
+	Grants Grants
 }
 
 // grantLimit is what knows the longest standing approval (the core, once
@@ -138,6 +150,9 @@ func New(opts Options) (*Slack, error) {
 	}
 	if opts.Lists == nil {
 		opts.Lists, _ = opts.Requests.(Lister)
+	}
+	if opts.Grants == nil {
+		opts.Grants, _ = opts.Decisions.(Grants)
 	}
 	if opts.Home == nil {
 		opts.Home, _ = opts.Requests.(HomeStore)

@@ -33,7 +33,14 @@ func (s *Slack) viewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 		out, err := s.opts.Decisions.Comment(ctx, ref.RequestID, ref.DecisionID, by, comment.Value)
 		return s.reply(ctx, blocks.BlockComment, "comment", ref, by, out, err)
 	case blocks.ModalReject:
+		if picked := values[blocks.BlockRejectReason][blocks.ActionValue].SelectedOption.Value; picked != "" || s.offersReasons(ctx, ref) {
+			return s.rejectWithPicked(ctx, ref, by, picked, comment.Value) // verbs.go
+		}
 		return s.rejectWithReason(ctx, ref, by, comment.Value)
+	case blocks.ModalGrant:
+		return s.grantSubmission(ctx, ref, by, values)
+	case blocks.ModalModify, blocks.ModalDirective, blocks.ModalEscalate:
+		return s.verbSubmission(ctx, cb.View.CallbackID, ref, by, values) // verbs.go
 	case blocks.ModalInput:
 		_, req, err := s.opts.Requests.Load(ctx, ref.RequestID)
 		if err != nil {

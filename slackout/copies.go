@@ -232,7 +232,7 @@ func (h timerDeps) closedCopy(ctx context.Context, req *aah.Request, rec store.R
 	k, to, _ := strings.Cut(rest, ":")
 	if kind == store.JobEscalate {
 		step, _ := strconv.Atoi(k)
-		return escalationMessage(h.render(ctx, rec, req), escalationIntro(req, step, !aah.IsSlackUserID(to)))
+		return escalationMessage(h.render(ctx, rec, req), escalationIntro(req, rec, step, !aah.IsSlackUserID(to)))
 	}
 	title := blocks.Escape(req.Artifact.Title)
 	if link := rec.Slack.Permalink; link != "" {

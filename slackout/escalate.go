@@ -39,7 +39,10 @@ func (h escalationJob) Handle(ctx context.Context, j store.Job) error {
 	if err != nil || req == nil || !rec.Status.Open() {
 		return err
 	}
-	if k < 0 || k >= len(req.Data.Escalation) {
+	if _, manual := store.ManualIndex(k); manual {
+		return h.handMade(ctx, req, rec, k)
+	}
+	if k >= len(req.Data.Escalation) {
 		h.log.ErrorContext(ctx, "escalation job for a step the request does not have", "job", j.ID)
 		return nil
 	}
@@ -82,7 +85,7 @@ func (h escalationJob) send(ctx context.Context, req *aah.Request, rec store.Rec
 		if toChannel && !slices.Contains(rec.EscalatedChannels, to) || !toChannel && !slices.Contains(rec.EscalatedTo, to) {
 			continue
 		}
-		text, blks := escalationMessage(msg, escalationIntro(req, k, toChannel))
+		text, blks := escalationMessage(msg, escalationIntro(req, rec, k, toChannel))
 		err := h.sendCopy(ctx, rec, escalationEffect(k, to), dest, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blks...))
 		if err != nil {
 			code, retry := classifySlack(err, h.rateLimitHold, refusedForTimers)
@@ -105,8 +108,28 @@ func (h escalationJob) send(ctx context.Context, req *aah.Request, rec store.Rec
 	return nil
 }
 
-// escalationIntro is the line above an escalated copy of the request.
-func escalationIntro(req *aah.Request, k int, toChannel bool) string {
+// escalationIntro is the line above an escalated copy of the request:
+// for a hand-made escalation, who handed it over and their note.
+func escalationIntro(req *aah.Request, rec store.Record, k int, toChannel bool) string {
+	who := "you"
+	if toChannel {
+		who = "this channel"
+	}
+	if m, manual := store.ManualIndex(k); manual {
+		if m >= len(rec.Reassignments) {
+			return ":arrow_heading_up: *Escalated to " + who + ".*"
+		}
+		r := rec.Reassignments[m]
+		intro := ":arrow_heading_up: *Escalated to " + who + " by <@" + r.By.ID + ">*"
+		if r.Note != "" {
+			note := []rune(r.Note)
+			if len(note) > 2000 { // a section's text holds 3000
+				note = append(note[:1999], '…')
+			}
+			return intro + ": " + blocks.Escape(string(note))
+		}
+		return intro + "."
+	}
 	within := ""
 	if k >= 0 && k < len(req.Data.Escalation) {
 		step := req.Data.Escalation[k]
@@ -114,10 +137,6 @@ func escalationIntro(req *aah.Request, k int, toChannel bool) string {
 		if within == "" {
 			within = step.After.String()
 		}
-	}
-	who := "you"
-	if toChannel {
-		who = "this channel"
 	}
 	return ":arrow_heading_up: *Escalated to " + who + ":* nobody decided within " + blocks.Escape(within) + "."
 }
@@ -159,9 +178,38 @@ func (h escalationJob) GaveUp(ctx context.Context, j store.Job, cause error) {
 	}
 	rec, req, err := loadTimed(ctx, h.store, id, h.log)
 	if err != nil || req == nil || k < 0 || k >= len(req.Data.Escalation) || slices.Contains(rec.EscalatedSteps, k) {
-		return // applied: only some copies failed, which the log shows
+		return // applied (a hand-made one always is): only some copies failed, which the log shows
 	}
 	if err := h.unresolved(ctx, id, k, req.Data.Escalation[k].To, "gave up: "+cause.Error()); err != nil && !errors.Is(err, store.ErrNotFound) {
 		h.log.ErrorContext(ctx, "could not record the failed escalation", "job", j.ID, "err", err)
 	}
+}
+
+// handMade sends the copies of a reviewer's hand-made escalation (Core.
+// Reassign, recorded as Reassignments[m] under step key k): applied when
+// it was made, so only its copies are left, sent once each like a timed
+// step's. The target is resolved again (the directory is cached) and only
+// the users or channel the request records as escalated to are sent to.
+func (h escalationJob) handMade(ctx context.Context, req *aah.Request, rec store.Record, k int) error {
+	m, _ := store.ManualIndex(k)
+	if m >= len(rec.Reassignments) {
+		h.log.ErrorContext(ctx, "escalation job for a hand-made escalation the request does not have", "request_id", rec.ID, "step", k)
+		return nil
+	}
+	to := rec.Reassignments[m].To
+	target, reason, err := approval.ResolveTarget(ctx, h.dir, to)
+	if err != nil {
+		code, retry := classifySlack(err, h.rateLimitHold, refusedForTimers)
+		if retry != nil {
+			h.log.WarnContext(ctx, "escalation target not resolved yet; retrying", "request_id", rec.ID, "step", k, "to", to, "err", err)
+			return retry
+		}
+		reason = approval.LookupReason(to, code)
+	}
+	if reason != "" {
+		h.log.WarnContext(ctx, "a hand-made escalation's target no longer resolves; its copies are not sent",
+			"request_id", rec.ID, "step", k, "to", to, "reason", reason)
+		return nil
+	}
+	return h.send(ctx, req, rec, k, target.Recipients(), target.Channel != "")
 }

@@ -36,7 +36,9 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
 		return nil
 	}
-	if !rec.Status.Open() {
+	if !rec.Status.Open() && grantRefs(rec, req) == nil {
+		// (A request a standing approval resolved as it arrived is
+		// posted: as a notice, renderMessage.)
 		return p.closedBeforeRecorded(ctx, rec)
 	}
 	wait, err := p.opts.Store.TakePaceSlot(ctx, rec.Channel, p.opts.PostInterval)

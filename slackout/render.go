@@ -19,6 +19,10 @@ import (
 // request's message is not.
 func renderMessage(ctx context.Context, requests approval.RequestLoader, log *slog.Logger, rec store.Record, req *aah.Request,
 	defaults aah.Defaults, grantMax time.Duration) blocks.Message {
+	if refs := grantRefs(rec, req); refs != nil {
+		// Resolved at once by a standing approval: a notice, not a request.
+		return blocks.GrantNotice(req.Artifact.Title, rec.Agent, refs)
+	}
 	parent, err := approval.FollowUpOf(ctx, requests, rec, req)
 	if err != nil {
 		log.WarnContext(ctx, "could not look up the request this one follows up; rendering without the line",

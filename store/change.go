@@ -44,6 +44,13 @@ type Change struct {
 	WithdrawnAt time.Time
 	// Escalation records an escalation step applied, or given up on.
 	Escalation *Escalation
+	// Reassignment appends a reviewer's hand-made escalation to the
+	// request's (hash field "reassignments"); Escalation, marked Manual,
+	// carries the users or channel it reaches.
+	Reassignment *aah.Reassignment
+	// Directive records the defer, change_plan or abort that closes the
+	// request (hash field "directive"), with Status and Resolution.
+	Directive *aah.Directive
 	// RemindersDone, when above 0, is the number of the last reminder
 	// completed.
 	RemindersDone int
@@ -77,7 +84,11 @@ type Resolution struct {
 // users or channels it now reaches, or the problem that stopped it. Lists
 // are merged into what the request already records; a step is recorded once.
 type Escalation struct {
+	// Step is the index of the data.escalation step; with Manual, the
+	// hand-made escalation's key (see ManualStep), which is not recorded
+	// among the applied steps (Record.EscalatedSteps).
 	Step     int
+	Manual   bool
 	To       []string // Slack users who may now answer the request
 	Channels []string // channels it was escalated to (an id or "#name")
 	// Problem says why the step could not be resolved ("step 1 (x): ..."),
@@ -107,7 +118,8 @@ type listPush struct {
 func (ch *Change) auditOnly() bool {
 	return len(ch.set) == 0 && len(ch.del) == 0 && len(ch.Answers) == 0 && ch.Status == "" && !ch.Bump &&
 		len(ch.Jobs) == 0 && len(ch.Cancel) == 0 && len(ch.push) == 0 && len(ch.Timers) == 0 &&
-		ch.Resolution == nil && ch.WithdrawnAt.IsZero() && ch.Escalation == nil && ch.RemindersDone == 0 && ch.Reached == nil
+		ch.Resolution == nil && ch.WithdrawnAt.IsZero() && ch.Escalation == nil && ch.RemindersDone == 0 && ch.Reached == nil &&
+		ch.Reassignment == nil && ch.Directive == nil
 }
 
 // Request hash fields of reminders and escalation, numbered per reminder or
@@ -139,7 +151,9 @@ func (ch *Change) typedFields(rec Record) []any {
 		f = append(f, "withdrawn_ms", ch.WithdrawnAt.UnixMilli())
 	}
 	if e := ch.Escalation; e != nil {
-		f = append(f, "escalated_steps", mustJSON(mergeSteps(rec.EscalatedSteps, e.Step)))
+		if !e.Manual {
+			f = append(f, "escalated_steps", mustJSON(mergeSteps(rec.EscalatedSteps, e.Step)))
+		}
 		if len(e.To) > 0 {
 			f = append(f, "escalated_to", mustJSON(uniqueUsers(rec.EscalatedTo, e.To)))
 		}
@@ -149,6 +163,12 @@ func (ch *Change) typedFields(rec Record) []any {
 		if e.Problem != "" {
 			f = append(f, "escalation_error", joinProblem(rec.EscalationError, e.Problem))
 		}
+	}
+	if ch.Reassignment != nil {
+		f = append(f, "reassignments", mustJSON(append(slices.Clone(rec.Reassignments), *ch.Reassignment)))
+	}
+	if ch.Directive != nil {
+		f = append(f, "directive", mustJSON(*ch.Directive))
 	}
 	if ch.RemindersDone > 0 {
 		f = append(f, "reminders_done", ch.RemindersDone)
@@ -191,8 +211,10 @@ func (ch *Change) Apply(rec Record) Record {
 	if !ch.WithdrawnAt.IsZero() {
 		out.WithdrawnAt = fromMs(ch.WithdrawnAt.UnixMilli())
 	}
-	if e := ch.Escalation; e != nil {
+	if e := ch.Escalation; e != nil && !e.Manual {
 		out.EscalatedSteps = mergeSteps(rec.EscalatedSteps, e.Step)
+	}
+	if e := ch.Escalation; e != nil {
 		if len(e.To) > 0 {
 			out.EscalatedTo = uniqueUsers(rec.EscalatedTo, e.To)
 		}
@@ -202,6 +224,12 @@ func (ch *Change) Apply(rec Record) Record {
 		if e.Problem != "" {
 			out.EscalationError = joinProblem(rec.EscalationError, e.Problem)
 		}
+	}
+	if ch.Reassignment != nil {
+		out.Reassignments = decodeReassignments(mustJSON(append(slices.Clone(rec.Reassignments), *ch.Reassignment)))
+	}
+	if ch.Directive != nil {
+		out.Directive = decodeDirective(mustJSON(*ch.Directive))
 	}
 	if ch.RemindersDone > 0 {
 		out.RemindersDone = ch.RemindersDone
@@ -247,6 +275,16 @@ func withNumbered(m map[int][]string, n int, list []string) map[int][]string {
 	out[n] = list
 	return out
 }
+
+// ManualStep is the escalation step key of the m-th hand-made escalation
+// (Record.Reassignments[m]): negative, so it never names a data.escalation
+// step, and its copies are recorded in EscalationSent under it like a timed
+// step's. ManualIndex reads it back.
+func ManualStep(m int) int { return -(m + 1) }
+
+// ManualIndex is the Reassignments index of a hand-made escalation's step
+// key; ok is false for a data.escalation step.
+func ManualIndex(step int) (m int, ok bool) { return -step - 1, step < 0 }
 
 // mergeSteps appends step to the applied steps unless it is there.
 func mergeSteps(steps []int, step int) []int {

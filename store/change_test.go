@@ -64,6 +64,18 @@ func TestChangeApplyMatchesRedis(t *testing.T) {
 				{"escalation copy reached", func() *store.Change {
 					return &store.Change{Reached: &store.Reach{Kind: store.JobEscalate, N: 0, To: "U2"}}
 				}},
+				{"escalated by hand", func() *store.Change {
+					return &store.Change{Status: aah.StatusEscalated, Bump: true, AddReviewers: []string{"U3"},
+						Escalation:   &store.Escalation{Step: store.ManualStep(0), Manual: true, To: []string{"U3"}},
+						Reassignment: &aah.Reassignment{By: alice, To: "U3", At: at, Note: "you own billing"}}
+				}},
+				{"escalated by hand to a channel", func() *store.Change {
+					return &store.Change{Escalation: &store.Escalation{Step: store.ManualStep(1), Manual: true, Channels: []string{"C0OPS"}},
+						Reassignment: &aah.Reassignment{By: alice, To: "C0OPS", At: at}}
+				}},
+				{"hand-made escalation copy reached", func() *store.Change {
+					return &store.Change{Reached: &store.Reach{Kind: store.JobEscalate, N: store.ManualStep(1), To: "C0OPS"}}
+				}},
 				{"reminders done", func() *store.Change { return &store.Change{RemindersDone: 2} }},
 				{"resolved with a delivery", func() *store.Change {
 					return &store.Change{Status: aah.StatusResolved, Bump: true,
@@ -85,6 +97,10 @@ func TestChangeApplyMatchesRedis(t *testing.T) {
 			if rec.Timers != nil || rec.Delivery.State != store.DeliveryPending || !slices.Equal(rec.EscalatedSteps, []int{0, 1, 2, 3}) {
 				t.Errorf("after resolving: timers %v, delivery %+v, steps %v", rec.Timers, rec.Delivery, rec.EscalatedSteps)
 			}
+			if len(rec.Reassignments) != 2 || rec.Reassignments[0].Note != "you own billing" || rec.Reassignments[1].To != "C0OPS" ||
+				!slices.Equal(rec.EscalationSent[store.ManualStep(1)], []string{"C0OPS"}) || !slices.Contains(rec.EscalatedTo, "U3") {
+				t.Errorf("hand-made escalations: %+v, sent %v, to %v", rec.Reassignments, rec.EscalationSent, rec.EscalatedTo)
+			}
 			if !slices.ContainsFunc(f.claimAll(t), func(j store.Job) bool { return j.ID == store.JobID(store.JobDeliver, "r-apply") }) {
 				t.Error("resolving with a delivery scheduled no deliver job")
 			}
@@ -95,6 +111,11 @@ func TestChangeApplyMatchesRedis(t *testing.T) {
 			}{
 				{"withdrawn", func() *store.Change {
 					return &store.Change{Status: aah.StatusWithdrawn, Bump: true, WithdrawnAt: at}
+				}},
+				{"deferred by a reviewer", func() *store.Change {
+					return &store.Change{Status: aah.StatusResolved, Bump: true,
+						Directive:  &aah.Directive{Verb: aah.VerbDefer, Text: "try a smaller batch", By: alice, At: at},
+						Resolution: &store.Resolution{Response: []byte(`{"r":3}`), At: at, By: alice}}
 				}},
 				{"expired, nothing to deliver, by the system", func() *store.Change {
 					return &store.Change{Status: aah.StatusExpired, Bump: true,

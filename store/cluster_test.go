@@ -238,6 +238,10 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 		t.Parallel()
 		testOpenCap(t, b)
 	})
+	t.Run("grants", func(t *testing.T) {
+		t.Parallel()
+		testGrants(t, b)
+	})
 	t.Run("retention", func(t *testing.T) {
 		t.Parallel()
 		testRetentionSweep(t, rawBackends(h)["redis"](t, "ret-key"))

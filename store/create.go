@@ -39,6 +39,12 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	_, storedOnly := ctx.Value(storedOnlyKey{}).(bool)
 	for range 200 {
 		watched := []string{reqKey, headKey, s.keys.events(shard)}
+		if n.MatchGrants != nil {
+			// The agent's grant copies of this shard: a grant created or
+			// revoked meanwhile fails the EXEC (grants.go).
+			watched = append(watched, s.keys.grantCopies(shard, n.Agent))
+		}
+		var byGrant bool
 		var fenceKey string
 		if fenced {
 			if fenceKey, err = s.setFence(ctx, n.ID, writeBy); err != nil {
@@ -92,10 +98,17 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 			if err != nil {
 				return err
 			}
+			var live []Grant
+			if n.MatchGrants != nil {
+				if live, err = s.watchGrantCopies(ctx, tx, shard, n.Agent); err != nil {
+					return err
+				}
+			}
 			now := s.now()
 			ms := now.UnixMilli()
+			byGrant = false
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				reqHead, _ := s.queueAudit(ctx, p, n.ID, now, chainHead{}, parseHead(head),
+				reqHead, shardHead := s.queueAudit(ctx, p, n.ID, now, chainHead{}, parseHead(head),
 					[]AuditEvent{{Event: "requested", Actor: "agent:" + n.Agent, Data: map[string]any{"channel": n.Channel}}})
 				timerIDs := make([]string, len(n.Timers))
 				for i, tm := range n.Timers {
@@ -114,7 +127,7 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 				createEventsFields(n.Events, lastEvent, fields)
 				p.HSet(ctx, reqKey, fields)
 				rec = decodeRecord(fields) // exactly what Get will read back
-				s.queueEvents(ctx, p, rec, lastEvent, now, createEvents(n))
+				events := createEvents(n)
 				p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobPost, n.ID)})
 				if s.homeJobs {
 					p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobHome, n.ID)})
@@ -131,6 +144,20 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 				if !n.Deadline.IsZero() {
 					p.ZAdd(ctx, s.keys.deadlineIndex(shard), redis.Z{Score: float64(n.Deadline.UnixMilli()), Member: n.ID})
 				}
+				if len(live) > 0 {
+					// Resolved by a standing approval as it is created: the
+					// change applies on top of the create, in its MULTI.
+					ch, err := n.MatchGrants(rec, live)
+					if err != nil {
+						return err
+					}
+					if ch != nil {
+						byGrant = true
+						s.queueChange(ctx, p, rec, reqHead, shardHead, ch)
+						events = append(events, changeEvents(rec, ch)...)
+					}
+				}
+				s.queueEvents(ctx, p, rec, lastEvent, now, events)
 				return nil
 			})
 			return err
@@ -138,6 +165,10 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 		switch {
 		case err == nil:
 			s.publishChange(ctx, n.ID) // wakes the event streams' reader
+			if byGrant {
+				rec, err = s.Get(ctx, n.ID) // as the change left it
+				return rec, true, err
+			}
 			return rec, true, nil
 		case errors.Is(err, ErrWriteDeadline), errors.Is(err, ErrNotFound):
 			return Record{}, false, err

@@ -57,6 +57,16 @@ const Shards = 16
 //	                                           copies): attempts, first attempt ms and recorded copy, per effect
 //	<p>:{sNN}:fence:<uuid>             string  a write deadline (WriteBy): exists until then, WATCHed by
 //	                                           the update, whose EXEC fails once it expired
+//	<p>:{sNN}:grant:<grant id>         string  the shard's copy of a standing approval (JSON), or "-" once
+//	                                           revoked; PEXPIREAT its expiry; a create WATCHes what it reads
+//	                                           (grants.go)
+//	<p>:{sNN}:grants:<agent>           zset    the shard's copies of the agent's grants, score = expiry ms;
+//	                                           expires with its latest member
+//	<p>:{grants}:grant:<grant id>      hash    a standing approval: id, agent, action_key, by (JSON), granted_ms,
+//	                                           expires_ms, from_request, comment, revoked_ms, revoked_by (JSON);
+//	                                           PEXPIREAT its expiry (Redis's TIME + the duration)
+//	<p>:{grants}:live                  zset    live grants of every agent, score = expiry ms
+//	<p>:{grants}:agent:<agent>         zset    the agent's live grants, score = expiry ms
 //	<p>:pace:<channel>                 string  exists while a channel may not be posted to
 //	<p>:rate:{<agent>}                 hash    the agent's intake token bucket (INTAKE_RATE): level and when, in
 //	                                           takeToken's units (limits.go); its own hash tag, one slot per agent
@@ -196,5 +206,21 @@ func (k keys) homePublish(user string) string { return k.slot(shardOf(user)) + "
 func (k keys) copies(id string) string { return k.slot(shardOf(id)) + ":copies:" + id }
 
 func (k keys) events(shard int) string { return k.slot(shard) + ":events" }
+
+// grant, grantsLive and grantsOf share the {grants} hash tag: one slot
+// holds every grant's record, so one script creates or revokes one.
+func (k keys) grant(id string) string { return k.prefix + ":{grants}:grant:" + id }
+
+func (k keys) grantsLive() string { return k.prefix + ":{grants}:live" }
+
+func (k keys) grantsOf(agent string) string { return k.prefix + ":{grants}:agent:" + agent }
+
+// grantCopy and grantCopies live in a request shard, beside the requests
+// whose create matches against them (grants.go).
+func (k keys) grantCopy(shard int, id string) string { return k.slot(shard) + ":grant:" + id }
+
+func (k keys) grantCopies(shard int, agent string) string {
+	return k.slot(shard) + ":grants:" + agent
+}
 
 func (k keys) changes() string { return k.prefix + ":changes" }

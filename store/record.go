@@ -35,6 +35,10 @@ type NewRequest struct {
 	// NoRequester: the request names nobody to tell how it ended, so
 	// closing it schedules no JobNotify.
 	NoRequester bool
+	// MatchGrants, when set, may resolve the request at once by its
+	// agent's standing approvals, in the create transaction itself
+	// (grants.go): nil leaves it pending.
+	MatchGrants GrantMatch
 }
 
 // Record is a stored request and everything known about it since.
@@ -209,6 +213,10 @@ func decodeRecord(h map[string]string) Record {
 		EscalatedChannels: decodeTimers(h["escalated_channels"]),
 		EscalationError:   h["escalation_error"],
 		RemindersDone:     int(num("reminders_done")),
+		// "directive" and "reassignments" are JSON (aah.Directive, a list of
+		// aah.Reassignment), written by Change.Directive and Reassignment.
+		Directive:     decodeDirective(h["directive"]),
+		Reassignments: decodeReassignments(h["reassignments"]),
 		Slack: SlackState{
 			Channel:         h["slack_channel"],
 			TS:              h["slack_ts"],
@@ -286,6 +294,28 @@ func decodeAnswer(v string) (aah.Answer, bool) {
 		}
 	}
 	return a, true
+}
+
+// decodeDirective reads the "directive" field; absent is nil.
+func decodeDirective(s string) *aah.Directive {
+	if s == "" {
+		return nil
+	}
+	var d aah.Directive
+	if json.Unmarshal([]byte(s), &d) != nil {
+		return nil
+	}
+	return &d
+}
+
+// decodeReassignments reads the "reassignments" field; none is nil.
+func decodeReassignments(s string) []aah.Reassignment {
+	var out []aah.Reassignment
+	_ = json.Unmarshal([]byte(s), &out)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func decodeList(s string) []string {

@@ -106,6 +106,10 @@ type Options struct {
 	// poll's each read); default DefaultStoreTimeout. When it passes, or
 	// Redis cannot be reached, the API answers 503 with Retry-After.
 	StoreTimeout time.Duration
+
+	// Grants serve the standing-approval endpoints (grants.go); default
+	// Decisions, when it implements Grants. Without either, none.
+	Grants Grants
 }
 
 // DefaultStoreTimeout bounds a request's Redis work unless Options say
@@ -156,6 +160,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/requests/{id}/redeliver", a.authenticated(a.bounded(a.redeliver)))
 	mux.HandleFunc("GET /v1/requests/{id}/audit", a.authenticated(a.bounded(a.audit)))
 	a.registerDecisions(mux)
+	a.registerGrants(mux)
 	mux.HandleFunc("GET /v1/requests/{id}/events", a.authenticated(a.requestEvents))
 	mux.HandleFunc("GET /v1/events", a.authenticated(a.agentEvents))
 }

@@ -23,6 +23,11 @@ type Decisions interface {
 	Submit(ctx context.Context, requestID string, by aah.Person) (approval.Outcome, error)
 	Reject(ctx context.Context, requestID string, decisionIDs []string, by aah.Person, reason string) (approval.Outcome, error)
 	RejectAll(ctx context.Context, requestID string, by aah.Person, reason string) (approval.Outcome, error)
+	// The review extension's verbs (verbs.go).
+	RejectWith(ctx context.Context, requestID string, decisionIDs []string, by aah.Person, r approval.Rejection) (approval.Outcome, error)
+	Modify(ctx context.Context, requestID, decisionID string, by aah.Person, edited map[string]any, comment string) (approval.Outcome, error)
+	Direct(ctx context.Context, requestID string, by aah.Person, verb aah.Verb, text string) (approval.Outcome, error)
+	Reassign(ctx context.Context, requestID string, by aah.Person, to, note string) (approval.Outcome, error)
 }
 
 // Decision actions, as Options.Decided is told them (the Slack handlers'
@@ -47,6 +52,7 @@ func (a *API) registerDecisions(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/requests/{id}/comments", a.decider(ActionComment, a.comments))
 	mux.HandleFunc("POST /v1/requests/{id}/submit", a.decider(ActionSubmit, a.submitDecisions))
 	mux.HandleFunc("POST /v1/requests/{id}/reject", a.decider(ActionReject, a.reject))
+	a.registerVerbs(mux)
 }
 
 // decideFunc reads the body into one Core call; problems with the body
@@ -281,19 +287,27 @@ func (a *API) submitDecisions(ctx context.Context, id string, by aah.Person, bod
 	return out, nil, err
 }
 
-// reject is POST /v1/requests/{id}/reject: {"reason", "decision_ids"}; the
-// listed approval decisions, or every one ("Reject all") without the list,
-// rejected with the reason as the person's comment on each.
+// reject is POST /v1/requests/{id}/reject: {"reason", "reject_reason",
+// "decision_ids"}; the listed approval decisions, or every one ("Reject
+// all") without the list, rejected with the reason as the person's comment
+// on each, and reject_reason, one of the reasons the agent offers
+// (extensions.decisions reject_reasons), recorded as the reason picked. At
+// least one of the two is required.
 func (a *API) reject(ctx context.Context, id string, by aah.Person, body json.RawMessage) (approval.Outcome, []aah.FieldError, error) {
 	var in struct {
-		Reason      string   `json:"reason"`
-		DecisionIDs []string `json:"decision_ids"`
+		Reason       string   `json:"reason"`
+		RejectReason string   `json:"reject_reason"`
+		DecisionIDs  []string `json:"decision_ids"`
 	}
 	if probs := decode(body, &in); probs != nil {
 		return approval.Outcome{}, probs, nil
 	}
-	if strings.TrimSpace(in.Reason) == "" {
-		return approval.Outcome{}, []aah.FieldError{{Field: "reason", Message: "say why you reject it"}}, nil
+	if strings.TrimSpace(in.Reason) == "" && strings.TrimSpace(in.RejectReason) == "" {
+		return approval.Outcome{}, []aah.FieldError{{Field: "reason", Message: "say why you reject it (reason, or reject_reason picked from the decision's reject_reasons)"}}, nil
+	}
+	if in.RejectReason != "" {
+		out, err := a.opts.Decisions.RejectWith(ctx, id, in.DecisionIDs, by, approval.Rejection{Picked: in.RejectReason, Comment: in.Reason})
+		return out, nil, err
 	}
 	if in.DecisionIDs == nil {
 		out, err := a.opts.Decisions.RejectAll(ctx, id, by, in.Reason)
@@ -312,14 +326,15 @@ type refusalBody struct {
 }
 
 // writeRefusal answers a refused decision: 409 when the request is closed
-// (or Submit finds required decisions unanswered), 403 when the person may
+// (or Submit finds required decisions unanswered, or the request does not
+// accept the verb), 403 when the person may
 // not decide it, 404 for a decision the request does not have, 400 for a
 // value or comment the decision does not take. Nothing was changed; the
 // refusal is audited (click_refused).
 func writeRefusal(w http.ResponseWriter, action string, r *approval.Refusal) {
 	status, field := http.StatusBadRequest, r.Field
 	switch {
-	case r.Rule == approval.RuleClosed || r.Field == approval.FieldRequired:
+	case r.Rule == approval.RuleClosed || r.Field == approval.FieldRequired || r.Rule == approval.RuleVerb:
 		status = http.StatusConflict
 	case r.Rule == approval.RuleReviewer || r.Rule == approval.RuleSelfApproval:
 		status = http.StatusForbidden
@@ -329,6 +344,8 @@ func writeRefusal(w http.ResponseWriter, action string, r *approval.Refusal) {
 		field = "answers"
 	case r.Field == "comment" && action == ActionReject:
 		field = "reason"
+	default:
+		field = verbField(action, field)
 	}
 	body := refusalBody{Error: r.Reason, Rule: r.Rule}
 	if field != "" {

@@ -90,7 +90,9 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		if resubmitted && errors.Is(err, store.ErrNotFound) && pass < 2 {
 			continue // deleted by retention since it was looked up: a new request, limits and all
 		}
-		a.settleSlot(ctx, slot, created, err)
+		// A request a standing approval resolved as it was created is not
+		// open: its slot is released, not confirmed.
+		a.settleSlot(ctx, slot, created && rec.Status.Open(), err)
 		break
 	}
 	var refused *approval.PolicyRefusal

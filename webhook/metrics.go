@@ -24,7 +24,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"outcome"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "approvalbot_api_decisions_total",
-			Help: "Calls of the decision API (POST /v1/requests/{id}/answers, comments, submit, reject), by action and " +
+			Help: "Calls of the decision API (POST /v1/requests/{id}/answers, comments, submit, reject and the verbs), by action and " +
 				"result: recorded, unchanged (repeated the current state), refused (by the Core: audited), " +
 				"unauthorized (401, or 403 for an agent without a grant), invalid (a bad body), not_found, unavailable, error.",
 		}, []string{"action", "result"}),

@@ -162,6 +162,15 @@ func stateOf(el map[string]any, e entered, set bool) (v map[string]any, stateful
 			opt = el["initial_option"]
 		}
 		v["selected_option"] = opt
+	case "users_select":
+		var user any = el["initial_user"]
+		if set {
+			user = nil
+			if len(e.Selected) > 0 && e.Selected[0] != "" {
+				user = e.Selected[0]
+			}
+		}
+		v["selected_user"] = user
 	case "multi_static_select", "checkboxes":
 		var opts any = []any{}
 		if set {

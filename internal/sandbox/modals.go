@@ -172,7 +172,7 @@ func clientChecks(bl blockList, ps pageState) map[string]string {
 		} else {
 			text, _ = el["initial_value"].(string)
 			filled = text != "" || el["initial_option"] != nil || el["initial_options"] != nil ||
-				el["initial_date"] != nil || el["initial_time"] != nil
+				el["initial_date"] != nil || el["initial_time"] != nil || el["initial_user"] != nil
 		}
 		optional, _ := b["optional"].(bool)
 		if !filled {

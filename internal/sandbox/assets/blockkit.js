@@ -85,6 +85,21 @@ const BK = (() => {
     return sel;
   }
 
+  // usersSelect picks one of the workspace's people (users_select).
+  function usersSelect(block, el, ctx, inInput) {
+    const e = entered(ctx, block, el);
+    const selected = e ? e.selected || [] : (el.initial_user ? [el.initial_user] : []);
+    const users = Object.values((ctx.md && ctx.md.users) || {}).filter((u) => !u.is_bot);
+    const placeholder = el.placeholder ? optText({ text: el.placeholder }) : "Select a user";
+    const sel = h("select", Object.assign({
+      className: "bk-select",
+      onchange: () => use(ctx, block, el, { selected: sel.value ? [sel.value] : [] }, inInput),
+    }, ids(block, el)),
+    h("option", { value: "", disabled: true, selected: selected.length === 0 }, placeholder),
+    users.map((u) => h("option", { value: u.id, selected: selected.includes(u.id) }, `${u.real_name || u.name} (@${u.name})`)));
+    return sel;
+  }
+
   // multiSelect opens a list of checkboxes; like Slack's menu it sends
   // its choice when it closes.
   function multiSelect(block, el, ctx, inInput) {
@@ -210,6 +225,7 @@ const BK = (() => {
     switch (el.type) {
       case "button": return button(block, el, ctx);
       case "static_select": return staticSelect(block, el, ctx, inInput);
+      case "users_select": return usersSelect(block, el, ctx, inInput);
       case "multi_static_select": return multiSelect(block, el, ctx, inInput);
       case "datepicker": return datepicker(block, el, ctx, inInput);
       case "timepicker": return timepicker(block, el, ctx, inInput);
