@@ -56,12 +56,13 @@ func (c *Client) Events(ctx context.Context, id, lastEventID string, fn func(Eve
 		default:
 			failures++
 		}
-		wait := delay
-		var ae *APIError
-		if errors.As(err, &ae) && ae.RetryAfter > 0 {
-			wait = ae.RetryAfter
-		} else if failures > 1 {
-			wait = max(wait, c.backoffFor(failures))
+		wait := delay // the stream ended: reconnect as the bot asked (retry:)
+		if err != nil {
+			wait = c.backoffFor(failures)
+			var ae *APIError
+			if errors.As(err, &ae) && ae.RetryAfter > 0 {
+				wait = ae.RetryAfter
+			}
 		}
 		if err := c.sleep(ctx, wait); err != nil {
 			return err
