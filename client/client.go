@@ -12,8 +12,8 @@
 // Submissions are safe to retry: the request id (artifact.id) is fixed
 // before the first attempt (generated when the caller gave none), and the
 // bot answers 200 to an identical resubmission instead of storing it twice.
-// So the client retries network errors, 503 and a 429 with Retry-After
-// (honouring it) on every call. API refusals come back as *APIError, which
+// So the client retries network errors, 503, a proxy's 502 or 504, and a
+// 429 with Retry-After (honouring it) on every call. API refusals come back as *APIError, which
 // errors.Is matches against ErrNotFound, ErrConflict, ErrRateLimited,
 // ErrUnauthorized and the others.
 //
@@ -139,7 +139,8 @@ type result struct {
 	attempts int
 }
 
-// do runs the call, retrying network errors, 503 and 429 with Retry-After.
+// do runs the call, retrying network errors, 503 and 429 with Retry-After
+// (and a proxy's 502 or 504).
 // Any other answer (2xx or not) is returned as it is; the caller turns a
 // non-2xx into an *APIError with apiError.
 func (c *Client) do(ctx context.Context, cl call) (result, error) {
@@ -173,6 +174,10 @@ func (c *Client) do(ctx context.Context, cl call) (result, error) {
 			if ok && ra == 0 {
 				wait = 0
 			}
+		case res.status == http.StatusBadGateway || res.status == http.StatusGatewayTimeout:
+			// A proxy in front of the bot lost it; the call is safe to repeat.
+			lastErr = apiError(res)
+			wait = c.backoffFor(attempt)
 		default:
 			return res, nil
 		}

@@ -50,7 +50,14 @@ func (c *Client) Events(ctx context.Context, id, lastEventID string, fn func(Eve
 		case done:
 			return err
 		case err == nil:
+			// The stream ended without the request's final event: the bot
+			// shut down, or (a request closed longer ago than
+			// EVENTS_RETENTION) its events are gone. Resume only while
+			// the request is open.
 			failures = 0
+			if v, gerr := c.Get(ctx, id); gerr == nil && !v.Open() {
+				return nil
+			}
 		case !transient(ctx, err):
 			return err
 		default:
