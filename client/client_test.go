@@ -365,3 +365,25 @@ func TestSubmitJSON(t *testing.T) {
 		}
 	}
 }
+
+// A proxy's 502 in front of the bot is retried like a network error.
+func TestGetRetriesABadGateway(t *testing.T) {
+	t.Parallel()
+	b := startBot(t)
+	c := b.client()
+	if _, err := c.Submit(testCtx(t), approval("proxy-1")); err != nil {
+		t.Fatal(err)
+	}
+	var gets atomic.Int32
+	b.setFront(func(w http.ResponseWriter, r *http.Request, _ []byte) bool {
+		if r.Method == http.MethodGet && gets.Add(1) <= 2 {
+			http.Error(w, "upstream connect error", http.StatusBadGateway)
+			return true
+		}
+		return false
+	})
+	v, err := c.Get(testCtx(t), "proxy-1")
+	if err != nil || v.ID != "proxy-1" || gets.Load() != 3 {
+		t.Fatalf("Get: %+v, %v after %d attempts", v, err, gets.Load())
+	}
+}
