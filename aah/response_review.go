@@ -64,7 +64,10 @@ func reviewFields(d Decision, a Answer, v any, out *DecisionAnswer) {
 		out.RejectReason = a.RejectReason
 	}
 	if a.Grant != nil {
+		// The response writes every time in UTC to the second; the grant
+		// keeps its milliseconds in the answer and the audit.
 		g := *a.Grant
+		g.GrantedAt, g.ExpiresAt = stamp(g.GrantedAt), stamp(g.ExpiresAt)
 		out.Grant = &g
 	}
 }

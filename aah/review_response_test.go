@@ -76,8 +76,9 @@ func TestBuildResponseActionRejectReasonGrant(t *testing.T) {
 		}
 	}
 
+	// Grants keep milliseconds; the response writes them to the second.
 	grant := &aah.GrantRef{ID: "g1", ActionKey: "scale_service", Agent: "ops-bot", By: bob,
-		GrantedAt: answeredAt, ExpiresAt: answeredAt.Add(time.Hour), FromRequest: "req_0"}
+		GrantedAt: answeredAt.Add(207 * time.Millisecond), ExpiresAt: answeredAt.Add(time.Hour + 207*time.Millisecond), FromRequest: "req_0"}
 	ok := answer("deploy", true, "", bob, answeredAt)
 	ok.Grant = grant
 	resp = build(req, map[string]aah.Answer{"deploy": ok}, aah.Person{}, "")

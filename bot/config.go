@@ -19,11 +19,19 @@ import (
 type Config struct {
 	ListenAddr      string        `envconfig:"LISTEN_ADDR" default:":8080"`
 	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"20s"`
-	LogLevel        string        `envconfig:"LOG_LEVEL" default:"info"`
-	LogFormat       string        `envconfig:"LOG_FORMAT" default:"text"`
+	// ShutdownDrainDelay is how long /readyz answers 503 at SIGTERM while
+	// the listener still serves, so load balancers stop sending traffic
+	// before it closes (lifecycle.go).
+	ShutdownDrainDelay time.Duration `envconfig:"SHUTDOWN_DRAIN_DELAY" default:"5s"`
+	LogLevel           string        `envconfig:"LOG_LEVEL" default:"info"`
+	LogFormat          string        `envconfig:"LOG_FORMAT" default:"text"`
 
 	RedisURL    string `envconfig:"REDIS_URL"`
 	RedisPrefix string `envconfig:"REDIS_PREFIX" default:"ab"`
+	// RequireRedis refuses the embedded store (REDIS_URL unset or
+	// memory://) in any mode and build: deployments set it so a lost
+	// variable fails the start instead of keeping state in memory.
+	RequireRedis bool `envconfig:"REQUIRE_REDIS" default:"false"`
 	// RedisDialTimeout bounds opening one connection to Redis, and
 	// RedisTimeout one command's write and read and the wait for a pooled
 	// connection, on every client built (redis.go). They bound work that has no deadline of
@@ -239,6 +247,12 @@ func (c *Config) validate() error {
 		if c.CallbackSecret == LocalCallbackSecret {
 			add("CALLBACK_SECRET is the public local-mode secret; generate your own for production")
 		}
+	}
+	if c.RequireRedis && c.EmbeddedRedis() {
+		add("REDIS_URL must name a real Redis with REQUIRE_REDIS=true (got %q): the embedded in-memory store is refused", c.RedisURL)
+	}
+	if c.ShutdownDrainDelay < 0 || c.ShutdownDrainDelay > time.Minute {
+		add("SHUTDOWN_DRAIN_DELAY must be from 0 to 1m")
 	}
 	if u, err := url.Parse(c.SlackAPIURL); err != nil || !u.IsAbs() || !strings.HasSuffix(u.Path, "/") {
 		add("SLACK_API_URL must be an absolute URL ending in /, e.g. https://slack.com/api/")

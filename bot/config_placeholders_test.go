@@ -26,6 +26,8 @@ var exampleSettings = map[string]bool{
 	"RETENTION": true,
 	// Telling requesters: the example's value is the default.
 	"NOTIFY_REQUESTER": true,
+	// Never the embedded store: a real setting, as compose and the chart set it.
+	"REQUIRE_REDIS": true,
 }
 
 // Commented-out assignments ("# SLACK_APP_TOKEN=…") count: uncommenting one

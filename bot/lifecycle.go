@@ -75,8 +75,11 @@ const (
 
 // Run listens on LISTEN_ADDR and serves the service's HTTP handler, drains
 // the outbox (RunJobs) and, with SLACK_APP_TOKEN, receives Slack's requests
-// over Socket Mode, until ctx ends or the HTTP server fails. Then it stops
-// everything it started, in this order (each step logged as "stopped"):
+// over Socket Mode, until ctx ends or the HTTP server fails. When ctx ends,
+// /readyz first answers 503 ("draining") for SHUTDOWN_DRAIN_DELAY while
+// everything keeps serving, so load balancers stop sending traffic before
+// the listener closes. Then it stops everything it started, in this order
+// (each step logged as "stopped"):
 //
 //  1. Socket Mode: the Slack calls its envelopes cause run on the pool the
 //     job runner closes when it ends, so no envelope may arrive after that.
@@ -140,12 +143,56 @@ func (s *Service) Run(ctx context.Context) error {
 	case err = <-serveErr:
 		err = fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
+		// /readyz answers 503 from now on while everything still serves,
+		// so load balancers take this process out of rotation before its
+		// listener closes (SHUTDOWN_DRAIN_DELAY).
+		s.drain.start()
+		if cfg.ShutdownDrainDelay > 0 {
+			log.InfoContext(ctx, "shutting down: /readyz is unready; still serving while load balancers stop sending traffic",
+				"drain_delay", cfg.ShutdownDrainDelay)
+			select {
+			case <-s.drainTimer(cfg.ShutdownDrainDelay):
+			case err = <-serveErr:
+				err = fmt.Errorf("http server: %w", err)
+			}
+		}
 		log.InfoContext(ctx, "shutting down: finishing in-flight requests and jobs", "timeout", cfg.ShutdownTimeout)
-		err = nil
 	}
 	_ = stops.Unwind(bg) // OnStop logged each failure
 	log.InfoContext(ctx, "approvalbot stopped")
 	return err
+}
+
+// drainState is whether Run has begun shutting down: /readyz then answers
+// 503 (status "draining") while the listener still serves.
+type drainState struct {
+	once    sync.Once
+	started chan struct{}
+}
+
+func newDrainState() *drainState { return &drainState{started: make(chan struct{})} }
+
+func (d *drainState) start() { d.once.Do(func() { close(d.started) }) }
+
+func (d *drainState) draining() bool {
+	select {
+	case <-d.started:
+		return true
+	default:
+		return false
+	}
+}
+
+// Draining is closed when Run begins to shut down: from then on /readyz
+// answers 503 while the listener keeps serving for SHUTDOWN_DRAIN_DELAY.
+func (s *Service) Draining() <-chan struct{} { return s.drain.started }
+
+// drainTimer is Deps.DrainTimer, or time.After.
+func (s *Service) drainTimer(d time.Duration) <-chan time.Time {
+	if s.deps.DrainTimer != nil {
+		return s.deps.DrainTimer(d)
+	}
+	return time.After(d)
 }
 
 // goUntilStopped runs run in a goroutine under a context of its own, and

@@ -10,9 +10,9 @@ import (
 
 // readinessReport is /readyz's body. Each check is "ok" or what is wrong.
 type readinessReport struct {
-	Status string `json:"status"`           // "ok" or "unavailable"
+	Status string `json:"status"`           // "ok", "unavailable", or "draining" once shutting down
 	Reason string `json:"reason,omitempty"` // the failed checks, "check: problem; …"
-	Redis  string `json:"redis"`
+	Redis  string `json:"redis,omitempty"`
 	// Slack is the bot token's check (auth.test at start); left out in
 	// local mode, whose emulator always accepts its own token.
 	Slack string `json:"slack,omitempty"`
@@ -43,6 +43,11 @@ func readiness(pingErr error, auth *slackAuth, socket *handlers.SocketMode) read
 	}
 	return rep
 }
+
+// drainingReport is /readyz's answer once Run has begun to shut down: the
+// process still serves, but load balancers should send it nothing new.
+var drainingReport = readinessReport{Status: "draining",
+	Reason: "shutting down: finishing in-flight work; send new requests to another process"}
 
 func writeReadiness(w http.ResponseWriter, rep readinessReport) {
 	code := http.StatusOK

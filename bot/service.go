@@ -70,6 +70,9 @@ type Deps struct {
 	// EventsHeartbeat overrides how often an idle event stream sends a
 	// heartbeat comment (default 15s).
 	EventsHeartbeat time.Duration
+	// DrainTimer overrides how Run waits SHUTDOWN_DRAIN_DELAY (default
+	// time.After; tests end the wait themselves).
+	DrainTimer func(time.Duration) <-chan time.Time
 }
 
 // Sandbox is what the service needs of local mode's browser sandbox: it is
@@ -94,6 +97,8 @@ type Service struct {
 	auth *slackAuth
 	// stopChanges ends the change feed of long polls (see Close).
 	stopChanges context.CancelFunc
+	// drain turns /readyz unready when Run begins shutting down.
+	drain *drainState
 }
 
 // NewService builds the service from its dependencies.
@@ -213,7 +218,12 @@ func NewService(d Deps) (*Service, error) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusOK, "ok", "")
 	})
+	drain := newDrainState()
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if drain.draining() {
+			writeReadiness(w, drainingReport)
+			return
+		}
 		// Within a second, Redis answering or not: a probe that hangs is
 		// as good as a failed one to an orchestrator, and slower to act on.
 		ctx, cancel := context.WithTimeout(r.Context(), cfg.readinessTimeout())
@@ -224,8 +234,9 @@ func NewService(d Deps) (*Service, error) {
 	if d.Sandbox != nil {
 		mux.Handle("/sandbox/", http.StripPrefix("/sandbox", d.Sandbox))
 	}
-	svc := &Service{deps: d, runner: runner, async: async, handler: recoverPanics(d.Logger, mux), socket: socket,
-		auth: auth, stopChanges: stopChanges}
+	observed := observeHTTP(newHTTPMetrics(d.Registry), d.Logger.With("component", "http"), recoverPanics(d.Logger, mux))
+	svc := &Service{deps: d, runner: runner, async: async, handler: observed, socket: socket,
+		auth: auth, stopChanges: stopChanges, drain: drain}
 	if d.Sandbox != nil {
 		d.Sandbox.Attach(svc.handler)
 	}

@@ -186,20 +186,31 @@ func (r *Runner) process(ctx context.Context, j store.Job) {
 		r.settle(ctx, j, "ack", r.q.Ack(settleCtx, j))
 	case errors.As(err, &retry) && (retry.Free || j.Attempt < r.opts.MaxAttempts):
 		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "rescheduled").Inc()
-		r.log.DebugContext(ctx, "job rescheduled", "job", j.ID, "after", retry.After, "reason", retry.Reason)
+		r.log.DebugContext(ctx, "job rescheduled", append(jobAttrs(j), "after", retry.After, "reason", retry.Reason)...)
 		r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, r.opts.Now().Add(retry.After), !retry.Free))
 	case j.Attempt >= r.opts.MaxAttempts:
 		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "dead").Inc()
-		r.log.ErrorContext(ctx, "job failed for the last time; dead-lettered", "job", j.ID, "attempt", j.Attempt, "err", err)
+		r.log.ErrorContext(ctx, "job failed for the last time; dead-lettered", append(jobAttrs(j), "attempt", j.Attempt, "err", err)...)
 		if r.settle(ctx, j, "bury", r.q.Bury(settleCtx, j, err.Error())) {
 			h.GaveUp(settleCtx, j, err)
 		}
 	default:
 		delay := r.backoff(j.Attempt)
 		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "failed").Inc()
-		r.log.WarnContext(ctx, "job failed; will retry", "job", j.ID, "attempt", j.Attempt, "retry_in", delay, "err", err)
+		r.log.WarnContext(ctx, "job failed; will retry", append(jobAttrs(j), "attempt", j.Attempt, "retry_in", delay, "err", err)...)
 		r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, r.opts.Now().Add(delay), true))
 	}
+}
+
+// jobAttrs name a job in log lines: its id and kind, and the AAH request it
+// belongs to under request_id, the key the access log, intake and callback
+// lines of that request use.
+func jobAttrs(j store.Job) []any {
+	attrs := []any{"job", j.ID, "kind", j.Kind}
+	if j.RequestID != "" {
+		attrs = append(attrs, "request_id", j.RequestID)
+	}
+	return attrs
 }
 
 func (r *Runner) settle(ctx context.Context, j store.Job, op string, err error) bool {
@@ -207,9 +218,9 @@ func (r *Runner) settle(ctx context.Context, j store.Job, op string, err error) 
 		return true
 	}
 	if errors.Is(err, store.ErrLeaseLost) {
-		r.log.WarnContext(ctx, "job lease was lost before "+op+"; another runner owns it now", "job", j.ID)
+		r.log.WarnContext(ctx, "job lease was lost before "+op+"; another runner owns it now", jobAttrs(j)...)
 	} else {
-		r.log.ErrorContext(ctx, "could not "+op+" job; it will run again when its lease expires", "job", j.ID, "err", err)
+		r.log.ErrorContext(ctx, "could not "+op+" job; it will run again when its lease expires", append(jobAttrs(j), "err", err)...)
 	}
 	return false
 }

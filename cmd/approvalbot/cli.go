@@ -40,6 +40,12 @@ Usage:
   approvalbot audit verify --file EXPORT
                               verify an export (- reads stdin) with AUDIT_KEY
                               alone, without Redis
+  approvalbot healthcheck [--url URL] [--timeout 2s]
+                              GET URL (default http://127.0.0.1:<LISTEN_ADDR's
+                              port>/healthz): exit 0 on a 2xx answer, else 1;
+                              for container health checks without a shell
+  approvalbot sleep DURATION  wait DURATION (5s, 1m) and exit 0: a preStop hook
+                              for images without a shell (docs/deploy.md)
   approvalbot help            print this help (also -h, --help)
 
 Configuration is environment variables only; there are no flags (beyond the
@@ -66,16 +72,21 @@ const (
 	cmdVersion
 	cmdAuditVerify
 	cmdAuditExport
+	cmdHealthcheck
+	cmdSleep
 )
 
 // invocation is a parsed command line.
 type invocation struct {
 	cmd          command
-	since, until time.Time // audit export's range (zero: unbounded)
-	file         string    // audit verify --file ("-": stdin; "": verify Redis)
-	out          string    // audit export --out ("": stdout)
-	mark         bool      // audit export --mark: record the export marks
-	markSet      bool      // --mark was given (else stdout that is not a file marks nothing)
+	since, until time.Time     // audit export's range (zero: unbounded)
+	file         string        // audit verify --file ("-": stdin; "": verify Redis)
+	out          string        // audit export --out ("": stdout)
+	mark         bool          // audit export --mark: record the export marks
+	markSet      bool          // --mark was given (else stdout that is not a file marks nothing)
+	url          string        // healthcheck --url
+	timeout      time.Duration // healthcheck --timeout
+	sleep        time.Duration // sleep's duration
 }
 
 // parseArgs reads the command line (without the program name). Asking for
@@ -96,6 +107,10 @@ func parseArgs(args []string) (invocation, error) {
 		return invocation{cmd: cmdVersion}, nil
 	case len(args) >= 2 && args[0] == "audit" && (args[1] == "verify" || args[1] == "export"):
 		return parseAudit(args)
+	case args[0] == "healthcheck":
+		return parseHealthcheck(args[1:])
+	case args[0] == "sleep":
+		return parseSleep(args[1:])
 	case strings.HasPrefix(args[0], "-"):
 		return invocation{}, usageError{fmt.Sprintf("unknown flag %q: approvalbot takes no flags, its configuration is environment variables", args[0])}
 	default:
@@ -169,6 +184,10 @@ func runCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	case cmdAuditExport:
 		err = auditExport(ctx, stdout, stderr, inv)
+	case cmdHealthcheck:
+		err = healthcheck(ctx, inv.url, inv.timeout)
+	case cmdSleep:
+		sleep(ctx, inv.sleep)
 	default:
 		err = run(ctx)
 	}

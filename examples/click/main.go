@@ -10,7 +10,18 @@
 //	go run ./examples/click -request aah_decision_abc123 -user U0BOB submit
 //
 // Other verbs: approve-all, reject-all, date <decision> 2026-03-01,
-// text <decision> "answer", number <decision> 42.
+// text <decision> "answer", number <decision> 42, and the reviewer verbs of
+// requests using extensions.decisions (docs/review.md), which answer the
+// dialogs their buttons open:
+//
+//	go run ./examples/click -request try-verbs -user U0ALICE modify scale replicas=8 region=eu-central-1
+//	go run ./examples/click -request try-verbs -user U0ALICE reject-reason migrate "Take a backup first" "no backup since Monday"
+//	go run ./examples/click -request try-verbs -user U0ALICE datetime window 2026-12-01T22:00:00Z
+//	go run ./examples/click -request try-verbs -user U0ALICE defer "Wait for the traffic forecast"
+//	go run ./examples/click -request try-verbs -user U0ALICE change-plan "Use a read replica"
+//	go run ./examples/click -request try-verbs -user U0ALICE abort "Launch postponed"
+//	go run ./examples/click -request try-verbs -user U0ALICE escalate U0MANAGER "Needs a director"
+//	go run ./examples/click -request try-verbs -user U0ALICE similar scale 1h
 package main
 
 import (
@@ -29,6 +40,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/bot"
 	"github.com/approvalbot/approvalbot/internal/slackemu"
@@ -89,6 +101,15 @@ func build(args []string, request, user, channel string) (map[string]any, error)
 			"callback_id": callback, "private_metadata": ref.Encode(), "state": map[string]any{"values": values}}}
 	}
 	input := func(v string) map[string]any { return map[string]any{"type": "plain_text_input", "value": v} }
+	selected := func(v string) map[string]any {
+		return map[string]any{"type": "static_select", "selected_option": map[string]any{"value": v}}
+	}
+	directive := func(v aah.Verb) map[string]any {
+		ref := blocks.ModalRef{RequestID: request, DecisionID: blocks.RequestScope, Channel: channel, Verb: string(v)}
+		return map[string]any{"type": "view_submission", "user": who, "view": map[string]any{"type": "modal",
+			"callback_id": blocks.ModalDirective, "private_metadata": ref.Encode(),
+			"state": map[string]any{"values": map[string]any{blocks.BlockDirective: map[string]any{blocks.ActionText: input(arg(1))}}}}}
+	}
 	switch verb {
 	case "approve", "reject":
 		return click(arg(1), map[string]any{"action_id": verb, "type": "button", "value": strconv.FormatBool(verb == "approve")}), nil
@@ -105,6 +126,46 @@ func build(args []string, request, user, channel string) (map[string]any, error)
 		return modal(blocks.ModalComment, arg(1), map[string]any{blocks.BlockComment: map[string]any{blocks.ActionText: input(arg(2))}}), nil
 	case "text", "number":
 		return modal(blocks.ModalInput, arg(1), map[string]any{blocks.BlockValue: map[string]any{blocks.ActionValue: input(arg(2))}}), nil
+	case "datetime":
+		at, err := time.Parse(time.RFC3339, arg(2))
+		if err != nil {
+			return nil, fmt.Errorf("datetime wants an RFC 3339 time, e.g. 2026-12-01T22:00:00Z: %w", err)
+		}
+		return click(arg(1), map[string]any{"action_id": blocks.ActionDate, "type": "datetimepicker", "selected_date_time": at.Unix()}), nil
+	case "modify":
+		// name=value for each parameter to edit; the others keep the
+		// proposed value. A menu (enum) or yes/no parameter is a selection.
+		values := map[string]any{}
+		for _, kv := range args[2:] {
+			name, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return nil, fmt.Errorf("modify wants name=value, got %q", kv)
+			}
+			in := input(v)
+			in["selected_option"] = map[string]any{"value": v}
+			values[blocks.ParamBlock(name)] = map[string]any{blocks.ActionValue: in}
+		}
+		return modal(blocks.ModalModify, arg(1), values), nil
+	case "reject-reason":
+		return modal(blocks.ModalReject, arg(1), map[string]any{
+			blocks.BlockRejectReason: map[string]any{blocks.ActionValue: selected(arg(2))},
+			blocks.BlockComment:      map[string]any{blocks.ActionText: input(arg(3))}}), nil
+	case "defer":
+		return directive(aah.VerbDefer), nil
+	case "change-plan":
+		return directive(aah.VerbChangePlan), nil
+	case "abort":
+		return directive(aah.VerbAbort), nil
+	case "escalate":
+		to := map[string]any{blocks.BlockNote: map[string]any{blocks.ActionText: input(arg(2))}}
+		if aah.IsSlackUserID(arg(1)) {
+			to[blocks.BlockEscalateUser] = map[string]any{blocks.ActionUser: map[string]any{"type": "users_select", "selected_user": arg(1)}}
+		} else {
+			to[blocks.BlockEscalateTo] = map[string]any{blocks.ActionText: input(arg(1))}
+		}
+		return modal(blocks.ModalEscalate, blocks.RequestScope, to), nil
+	case "similar":
+		return modal(blocks.ModalGrant, arg(1), map[string]any{blocks.BlockDuration: map[string]any{blocks.ActionDuration: selected(arg(2))}}), nil
 	}
 	return nil, fmt.Errorf("unknown verb %q", verb)
 }

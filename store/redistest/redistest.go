@@ -124,7 +124,7 @@ func start() {
 // with the parent-death signal where the OS offers it (see sysproc_*.go), and
 // TestMain-less packages rely on that.
 func startServer(bin string) error {
-	port, err := freePort()
+	port, err := freePort(false)
 	if err != nil {
 		return err
 	}

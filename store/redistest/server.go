@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,20 +49,43 @@ func StartServer(tb testing.TB, config string, args ...string) *Server {
 	if err := os.WriteFile(conf, []byte(config), 0o600); err != nil {
 		tb.Fatalf("redistest: write %s: %v", conf, err)
 	}
-	port, err := freePort()
-	if err != nil {
-		tb.Fatalf("redistest: %v", err)
-	}
-	argv := append([]string{conf, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, args...)
-	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Port: port, Dir: dir, bin: bin, argv: argv}
+	// A Cluster node also listens on its bus port, port+10000.
+	cluster := slices.Contains(args, "--cluster-enabled")
+	s := &Server{Dir: dir, bin: bin}
 	tb.Cleanup(s.Kill)
-	s.start(tb)
-	return s
+	// The free port is found by listening and closing, so another process
+	// (on a busy CI machine, any of hundreds of test connections) may take
+	// it, or the bus port, before redis-server binds: try other ports then.
+	for attempt := 1; ; attempt++ {
+		port, err := freePort(cluster)
+		if err != nil {
+			tb.Fatalf("redistest: %v", err)
+		}
+		s.Addr, s.Port = fmt.Sprintf("127.0.0.1:%d", port), port
+		s.argv = append([]string{conf, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+			"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, args...)
+		log, exited := s.tryStart(tb)
+		if !exited {
+			return s
+		}
+		if attempt == 5 || !strings.Contains(log, "Address already in use") {
+			tb.Fatalf("redistest: redis-server %v exited:\n%s", s.argv, log)
+		}
+		_ = os.Remove(filepath.Join(dir, "redis.log"))
+	}
 }
 
 // start runs the process and waits until it answers PING.
 func (s *Server) start(tb testing.TB) {
+	tb.Helper()
+	if log, exited := s.tryStart(tb); exited {
+		tb.Fatalf("redistest: redis-server %v exited:\n%s", s.argv, log)
+	}
+}
+
+// tryStart runs the process and waits until it answers PING; exited says
+// it exited first, with its log.
+func (s *Server) tryStart(tb testing.TB) (log string, exited bool) {
 	tb.Helper()
 	s.done = make(chan struct{})
 	s.cmd = exec.Command(s.bin, s.argv...)
@@ -79,12 +104,12 @@ func (s *Server) start(tb testing.TB) {
 		err := rdb.Ping(ctx).Err()
 		cancel()
 		if err == nil {
-			return
+			return "", false
 		}
 		select {
 		case <-done:
 			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
-			tb.Fatalf("redistest: redis-server %v exited:\n%s", s.argv, log)
+			return string(log), true
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -118,11 +143,27 @@ func (s *Server) Kill() {
 	<-s.done
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+// freePort finds a loopback port nothing listens on; withBus, one whose
+// Cluster bus port (port+10000) is free as well.
+func freePort(withBus bool) (int, error) {
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("find a free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if !withBus {
+			l.Close()
+			return port, nil
+		}
+		if port+10000 <= 65535 {
+			if bus, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+10000)); err == nil {
+				bus.Close()
+				l.Close()
+				return port, nil
+			}
+		}
+		l.Close()
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("find a free port whose cluster bus port is free too: none in 100 tries")
 }
