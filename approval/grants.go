@@ -46,6 +46,7 @@ type GrantStore interface {
 	GetGrant(ctx context.Context, id string) (store.Grant, error)
 	Grants(ctx context.Context, agent string) ([]store.Grant, error)
 	RevokeGrant(ctx context.Context, id string, by aah.Person) (store.Grant, bool, error)
+	MarkRevocationAudited(ctx context.Context, id string) error
 }
 
 // StandingApprovals configure grants. Without a Store, or with Max 0,
@@ -220,11 +221,14 @@ func (c *Core) RevokeGrant(ctx context.Context, grantID string, by aah.Person) (
 	// again: a revocation that failed half way (some shards' copies still
 	// live, its caller told of the error) is completed by this one, so a
 	// revoke that returns never leaves a copy a create could match.
-	rev, already, err := c.grants.Store.RevokeGrant(ctx, grantID, aah.Person{ID: by.ID, Name: by.Name})
+	rev, _, err := c.grants.Store.RevokeGrant(ctx, grantID, aah.Person{ID: by.ID, Name: by.Name})
 	if err != nil {
 		return store.Grant{}, fmt.Errorf("revoke standing approval %s: %w", grantID, err)
 	}
-	if already || rev.FromRequest == "" {
+	// Audited once: by the revocation that completes it, which is not
+	// always the first (one that failed half way, or before its audit, is
+	// completed by the next).
+	if rev.RevocationAudited || rev.FromRequest == "" {
 		return rev, nil
 	}
 	_, err = c.update(ctx, rev.FromRequest, func(store.Record) (*store.Change, error) {
@@ -235,6 +239,9 @@ func (c *Core) RevokeGrant(ctx context.Context, grantID string, by aah.Person) (
 	if err != nil && !errors.Is(err, store.ErrNotFound) { // deleted by retention: nothing left to audit on
 		return rev, fmt.Errorf("revoked standing approval %s, but could not audit it on %s: %w", grantID, rev.FromRequest, err)
 	}
+	// Unmarked, a later revoke would audit it again: a duplicate entry,
+	// never a missing one.
+	_ = c.grants.Store.MarkRevocationAudited(ctx, grantID)
 	return rev, nil
 }
 

@@ -535,4 +535,12 @@ func TestGrantRevokeRetryCompletesAFailedRevocation(t *testing.T) {
 	if again, err := f.core.RevokeGrant(f.ctx, g.ID, gbob); err != nil || again.RevokedAt.IsZero() {
 		t.Errorf("Bob on the revoked grant: %+v, %v", again, err)
 	}
+	// The revocation the retry completed is audited, once, however often
+	// it is revoked again.
+	if _, err := f.core.RevokeGrant(f.ctx, g.ID, galice); err != nil {
+		t.Fatal(err)
+	}
+	if got := events(f.audit(t, "origin-1")); strings.Count(strings.Join(got, ","), "grant_revoked") != 1 {
+		t.Errorf("origin audit = %v; want one grant_revoked", got)
+	}
 }

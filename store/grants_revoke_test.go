@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -99,6 +100,43 @@ func TestRevokeWhileTheGrantIsCreated(t *testing.T) {
 				if rec := f.createMatching(t, id, "deployer", "scale_service"); rec.Status != aah.StatusPending {
 					t.Fatalf("%s (shard %d) resolved by a revoked grant: %s", id, shardOf(id), rec.Status)
 				}
+			}
+		})
+	}
+}
+
+// A revocation is marked audited only on a revoked grant that still
+// exists: the mark never creates a key (which would have no TTL).
+func TestMarkRevocationAudited(t *testing.T) {
+	t.Parallel()
+	for name, b := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b)
+			g := f.mustGrant(t, "deployer", "scale_service", time.Hour)
+			if err := f.s.MarkRevocationAudited(f.ctx, g.ID); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := f.s.GetGrant(f.ctx, g.ID); got.RevocationAudited {
+				t.Errorf("a live grant marked: %+v", got)
+			}
+			if _, _, err := f.s.RevokeGrant(f.ctx, g.ID, alice); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := f.s.GetGrant(f.ctx, g.ID); got.RevocationAudited {
+				t.Errorf("revoked, not yet audited, but marked: %+v", got)
+			}
+			if err := f.s.MarkRevocationAudited(f.ctx, g.ID); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := f.s.GetGrant(f.ctx, g.ID); !got.RevocationAudited || got.RevokedAt.IsZero() {
+				t.Errorf("after the mark: %+v", got)
+			}
+			if err := f.s.MarkRevocationAudited(f.ctx, "grant_gone"); err != nil {
+				t.Errorf("a grant gone: %v", err)
+			}
+			if _, err := f.s.GetGrant(f.ctx, "grant_gone"); !errors.Is(err, store.ErrGrantNotFound) {
+				t.Errorf("the mark created a grant: %v", err)
 			}
 		})
 	}
