@@ -185,6 +185,15 @@ func readDecisionBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, 
 	case len(body) == 0:
 		body = json.RawMessage("{}")
 	}
+	// A string that is not UTF-8 would be decoded as U+FFFD: a guidance,
+	// a parameter or a reason other than the one sent. Refused, as intake
+	// refuses it, naming the field.
+	var bad *aah.ValidationError
+	if err := aah.CheckUnicode(body); errors.As(err, &bad) && len(bad.Problems) > 0 {
+		p := bad.Problems[0]
+		writeError(w, http.StatusBadRequest, "invalid body: "+p.Field+" "+p.Message, bad.Problems...)
+		return nil, false
+	}
 	return body, true
 }
 

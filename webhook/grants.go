@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -172,6 +173,23 @@ func (a *API) grant(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, store.ErrNotFound):
 		a.opts.Metrics.decision(ActionGrant, "not_found")
 		writeError(w, http.StatusNotFound, notFound(id))
+		return
+	case err != nil && out.Changed:
+		// The approval is recorded (its response and delivery too); only
+		// the grant failed: say so, not "nothing was changed".
+		a.opts.Metrics.decision(ActionGrant, "error")
+		a.log.ErrorContext(ctx, "api: the approval was recorded, the standing approval not", "request_id", id, "err", err)
+		a.wake()
+		if a.opts.Decided != nil {
+			a.opts.Decided(ActionGrant, by, out.Record)
+		}
+		status := http.StatusInternalServerError
+		if store.Unavailable(err) {
+			status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
+		}
+		writeError(w, status, "the decision was approved, but the standing approval could not be created; "+
+			"nothing covers similar requests")
 		return
 	case err != nil:
 		a.opts.Metrics.decision(ActionGrant, "error")
