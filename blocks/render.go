@@ -225,7 +225,7 @@ func (r *renderer) timingLine() string {
 		parts = append(parts, ":alarm_clock: Due "+slackDate(dl))
 	}
 	for _, step := range r.req.Data.Escalation {
-		parts = append(parts, fmt.Sprintf(":arrow_heading_up: Escalates to %s after %s", plain(escape(step.To), 200), humanDuration(step.After)))
+		parts = append(parts, fmt.Sprintf(":arrow_heading_up: Escalates to %s after %s", TargetMention(step.To), humanDuration(step.After)))
 	}
 	return strings.Join(parts, " · ")
 }
