@@ -57,3 +57,25 @@ func TestEscalationTargetsShowAsMentions(t *testing.T) {
 		}
 	}
 }
+
+// The Home tab shows an escalated request's progress while it is open and
+// that it was escalated once it closed.
+func TestHomeShowsEscalation(t *testing.T) {
+	req := &aah.Request{
+		Artifact: aah.Artifact{ID: "r1", Title: "Ship it"},
+		Data: aah.Data{Decisions: []aah.Decision{{ID: "d1", Type: aah.TypeApproval, Prompt: "Ship?"},
+			{ID: "d2", Type: aah.TypeApproval, Prompt: "Tell?"}}},
+	}
+	answers := map[string]aah.Answer{"d1": {Value: true, By: aah.Person{ID: "U0A"}}}
+	view := blocks.HomeView(blocks.Home{Answered: []blocks.ListItem{
+		{ID: "r1", Request: req, Status: aah.StatusEscalated, Escalated: true, Answers: answers},
+		{ID: "r2", Request: req, Status: aah.StatusResolved, Escalated: true, Answers: answers},
+	}})
+	b, _ := json.Marshal(view.Blocks)
+	got := string(b)
+	for _, want := range []string{":rotating_light: escalated · 1 of 2 answered", ":white_check_mark: resolved (escalated)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in %s", want, got)
+		}
+	}
+}
