@@ -23,8 +23,8 @@ func (c *Core) Submit(ctx context.Context, requestID string, by aah.Person) (Out
 }
 
 // MaxSubmitComment bounds the overall comment given with Submit, in
-// characters.
-const MaxSubmitComment = 3000
+// characters: what Slack's text input takes.
+const MaxSubmitComment = aah.MaxTextLength
 
 // SubmitWithComment is Submit with the submitter's overall comment: their
 // own summary of the decision, carried in the response as data.comment

@@ -265,7 +265,8 @@ func (r *renderer) requestActions() *slack.ActionBlock {
 		submit := slack.NewButtonBlockElement(ActionSubmit, RequestScope, plainText("Submit decisions"))
 		submit.Style = slack.StylePrimary
 		submit.Confirm = confirm("Submit?", "This sends every answer to the agent, including the defaults shown selected. Other unanswered optional decisions take their defaults.", "Submit")
-		elems = append(elems, submit)
+		withComment := slack.NewButtonBlockElement(ActionSubmitComment, RequestScope, plainText("Submit with comment…"))
+		elems = append(elems, submit, withComment)
 	}
 	if menu := verbsMenu(r.req); menu != nil {
 		elems = append(elems, menu)
