@@ -344,6 +344,9 @@ func decisionAnswer(d Decision, a Answer, namePeople bool) DecisionAnswer {
 	}
 	if namePeople && a.By.ID != "" {
 		by := a.By
+		if by.Name == "" {
+			by.Name = by.ID // their name could not be looked up
+		}
 		out.DecidedBy = &by
 	}
 	return out

@@ -27,6 +27,9 @@ func TestSubmitCommentThroughTheAPI(t *testing.T) {
 	if r := a.send("/v1/requests/sub-1/answers", tokenBob, `{"answers":{"d1":true,"d2":true,"d3":"next_week"}}`); r.Status != http.StatusOK {
 		t.Fatalf("answers: %d %s", r.Status, r.Body)
 	}
+	if r := a.send("/v1/requests/sub-1/answers", tokenAlice, `{"answers":{"d4":false},"comment":"CC required"}`); r.Status != http.StatusOK {
+		t.Fatalf("answers: %d %s", r.Status, r.Body)
+	}
 	if r := a.send("/v1/requests/sub-1/submit", tokenAlice, `{"comment":"`+strings.Repeat("x", 3001)+`"}`); r.Status != http.StatusBadRequest ||
 		!strings.Contains(string(r.Body), `"field":"comment"`) {
 		t.Errorf("too long: %d %s", r.Status, r.Body)
@@ -58,10 +61,16 @@ func TestSubmitCommentThroughTheAPI(t *testing.T) {
 	if resp.Source.AgentName != "Alice Reviewer" || resp.Source.AgentID != "human:U0ALICE" {
 		t.Errorf("source %+v", resp.Source)
 	}
-	// Bob's name could not be looked up: his answers name him by id.
-	for _, ans := range resp.Content.Body.Data.Responses {
-		if ans.DecidedBy != nil && ans.DecidedBy.ID == "U0BOB" && ans.DecidedBy.Name != "" && ans.DecidedBy.Name != "U0BOB" {
-			t.Errorf("bob named %q", ans.DecidedBy.Name)
+	// Two people answered, so each answer names who gave it: Alice by her
+	// directory name, Bob (whose lookup failed) by his id; her comment
+	// by her name.
+	want := map[string]string{"d1": "U0BOB", "d2": "U0BOB", "d3": "U0BOB", "d4": "Alice Reviewer"}
+	for _, ans := range d.Responses {
+		if ans.DecidedBy == nil || ans.DecidedBy.Name != want[ans.DecisionID] {
+			t.Errorf("%s decided by %+v, want %q", ans.DecisionID, ans.DecidedBy, want[ans.DecisionID])
+		}
+		if ans.DecisionID == "d4" && (len(ans.Comments) != 1 || ans.Comments[0].ByName != "Alice Reviewer") {
+			t.Errorf("d4 comments %+v", ans.Comments)
 		}
 	}
 }
