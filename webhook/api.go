@@ -152,7 +152,13 @@ func New(opts Options) (*API, error) {
 // Register mounts the API's routes on mux. Each request's Redis work has
 // a deadline of StoreTimeout (bounded); GET bounds each of its reads
 // instead, since a long poll waits longer than one.
-func (a *API) Register(mux *http.ServeMux) {
+func (a *API) Register(mux *http.ServeMux) { a.register(mux) }
+
+// register mounts the routes on mux (Register; Routes in tests). The
+// OpenAPI document describes every one of them.
+func (a *API) register(mux router) {
+	mux.HandleFunc("GET /openapi.json", openAPIDoc.serve)
+	mux.HandleFunc("GET /schemas/{name}", serveSchema)
 	mux.HandleFunc("POST /v1/requests", a.authenticated(a.bounded(a.create)))
 	mux.HandleFunc("GET /v1/requests", a.authenticated(a.bounded(a.list)))
 	mux.HandleFunc("GET /v1/requests/{id}", a.authenticated(a.get))

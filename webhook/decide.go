@@ -44,7 +44,7 @@ const (
 const maxDecisionBody = 64 << 10
 
 // registerDecisions mounts the decision endpoints (without Decisions, none).
-func (a *API) registerDecisions(mux *http.ServeMux) {
+func (a *API) registerDecisions(mux router) {
 	if a.opts.Decisions == nil {
 		return
 	}

@@ -34,7 +34,7 @@ const ActionGrant = "grant"
 
 // registerGrants mounts the standing-approval endpoints (without Grants,
 // none).
-func (a *API) registerGrants(mux *http.ServeMux) {
+func (a *API) registerGrants(mux router) {
 	if a.opts.Grants == nil {
 		a.opts.Grants, _ = a.opts.Decisions.(Grants)
 	}
