@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -81,5 +82,18 @@ func TestErrorsAreProblemDetails(t *testing.T) {
 		if tc.field != "" && (len(p.Details) == 0 || !strings.HasPrefix(p.Details[0].Field, tc.field)) {
 			t.Errorf("%s: details %+v, want field %s", tc.name, p.Details, tc.field)
 		}
+	}
+}
+
+// A handler that panicked is answered like every other error.
+func TestInternalErrorIsAProblem(t *testing.T) {
+	t.Parallel()
+	w := httptest.NewRecorder()
+	webhook.WriteInternalError(w, httptest.NewRequest(http.MethodGet, "/v1/requests/x", nil))
+	var p problemAnswer
+	mustNil(t, json.Unmarshal(w.Body.Bytes(), &p))
+	if w.Code != 500 || w.Header().Get("Content-Type") != "application/problem+json" ||
+		p.Type != webhook.ProblemTypeBase+"internal" || p.Status != 500 || p.Error != p.Detail || p.Instance != "/v1/requests/x" {
+		t.Errorf("%d %q %+v", w.Code, w.Header().Get("Content-Type"), p)
 	}
 }

@@ -108,3 +108,9 @@ func writeError(w http.ResponseWriter, r *http.Request, status int, msg string, 
 func writeRefused(w http.ResponseWriter, r *http.Request, status int, msg, rule string, details ...aah.FieldError) {
 	writeProblem(w, r, status, "", problem{Error: msg, Rule: rule, Details: details})
 }
+
+// WriteInternalError answers 500 as every API error is answered (a problem
+// details object): for a handler that panicked (the bot's recoverPanics).
+func WriteInternalError(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r, http.StatusInternalServerError, "internal error")
+}
