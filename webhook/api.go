@@ -155,8 +155,11 @@ func New(opts Options) (*API, error) {
 func (a *API) Register(mux *http.ServeMux) { a.register(mux) }
 
 // register mounts the routes on mux (Register; Routes in tests). The
-// OpenAPI document describes every one of them.
-func (a *API) register(mux router) {
+// OpenAPI document describes every one of them but the catch-all of
+// unknown /v1 paths and methods (unknownRoute).
+func (a *API) register(to router) {
+	mux := &routeTable{router: to}
+	defer to.HandleFunc("/v1/", mux.unknown)
 	mux.HandleFunc("GET /openapi.json", openAPIDoc.serve)
 	mux.HandleFunc("GET /schemas/{name}", serveSchema)
 	mux.HandleFunc("POST /v1/requests", a.authenticated(a.bounded(a.create)))

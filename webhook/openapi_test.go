@@ -96,6 +96,9 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	sort.Strings(registered)
 	documented := operations(t, webhook.OpenAPIJSON)
 	for _, r := range registered {
+		if r == "/v1/" {
+			continue // the catch-all answering unknown paths and methods
+		}
 		if !slices.Contains(documented, r) {
 			t.Errorf("route %q is registered but not in openapi.json", r)
 		}

@@ -49,6 +49,8 @@ func TestErrorsAreProblemDetails(t *testing.T) {
 		{"refused decision", http.MethodPost, "/v1/requests/prob-1/answers", tokenCarol, `{"answers":{"scale":true}}`, 403, "forbidden", "", "reviewer"},
 		{"withdraw", http.MethodDelete, "/v1/requests/prob-1", tokenPM, "", 200, "", "", ""},
 		{"withdrawn twice", http.MethodDelete, "/v1/requests/prob-1", tokenPM, "", 409, "conflict", "", ""},
+		{"no such endpoint", http.MethodGet, "/v1/requests/prob-1/nope", tokenPM, "", 404, "not-found", "", ""},
+		{"an endpoint without the method", http.MethodPut, "/v1/requests/prob-1", tokenPM, "", 405, "method-not-allowed", "", ""},
 	} {
 		req, err := http.NewRequest(tc.method, a.srv.URL+tc.path, strings.NewReader(tc.body))
 		mustNil(t, err)
@@ -78,6 +80,9 @@ func TestErrorsAreProblemDetails(t *testing.T) {
 		if p.Type != webhook.ProblemTypeBase+tc.kind || p.Title == "" || p.Status != tc.status ||
 			p.Detail == "" || p.Error != p.Detail || p.Instance != path || p.Rule != tc.rule {
 			t.Errorf("%s: %+v", tc.name, p)
+		}
+		if tc.status == http.StatusMethodNotAllowed && resp.Header.Get("Allow") != "DELETE, GET, HEAD" {
+			t.Errorf("%s: Allow %q", tc.name, resp.Header.Get("Allow"))
 		}
 		if tc.field != "" && (len(p.Details) == 0 || !strings.HasPrefix(p.Details[0].Field, tc.field)) {
 			t.Errorf("%s: details %+v, want field %s", tc.name, p.Details, tc.field)

@@ -36,6 +36,7 @@ var problemTitles = map[string]string{
 	"unauthorized":           "Missing or invalid bearer token",
 	"forbidden":              "Not allowed",
 	"not-found":              "Not found",
+	"method-not-allowed":     "Method not allowed",
 	"conflict":               "Conflicts with the current state",
 	"too-large":              "The body is too large",
 	"unsupported-media-type": "Unsupported media type",
@@ -56,6 +57,8 @@ func kindOf(status int) string {
 		return "forbidden"
 	case http.StatusNotFound:
 		return "not-found"
+	case http.StatusMethodNotAllowed:
+		return "method-not-allowed"
 	case http.StatusConflict:
 		return "conflict"
 	case http.StatusRequestEntityTooLarge:
