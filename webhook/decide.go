@@ -191,7 +191,7 @@ func readDecisionBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, 
 	var bad *aah.ValidationError
 	if err := aah.CheckUnicode(body); errors.As(err, &bad) && len(bad.Problems) > 0 {
 		p := bad.Problems[0]
-		writeError(w, http.StatusBadRequest, "invalid body: "+p.Field+" "+p.Message, bad.Problems...)
+		writeError(w, r, http.StatusBadRequest, "invalid body: "+p.Field+" "+p.Message, bad.Problems...)
 		return nil, false
 	}
 	return body, true

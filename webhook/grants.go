@@ -188,7 +188,7 @@ func (a *API) grant(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusServiceUnavailable
 			w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
 		}
-		writeError(w, status, "the decision was approved, but the standing approval could not be created; "+
+		writeError(w, r, status, "the decision was approved, but the standing approval could not be created; "+
 			"nothing covers similar requests")
 		return
 	case err != nil:
