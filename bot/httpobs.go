@@ -1,13 +1,13 @@
 package bot
 
 import (
-	"github.com/approvalbot/approvalbot/webhook"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/approvalbot/approvalbot/webhook"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 )
