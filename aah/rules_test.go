@@ -123,7 +123,7 @@ var validationRules = []validationRule{
 		By: bySlack, Edits: []ruleEdit{to(rd+".context", str(strings.Repeat("c", 20001)))}, Want: rd + ".context"},
 	{Field: rd + ".deadline", Rule: "in the future", Why: "a request whose deadline has passed could never be answered in time",
 		By: byParse, Edits: []ruleEdit{to(rd+".deadline", `"2026-02-15T17:00:00Z"`)}, Want: rd + ".deadline"},
-	{Field: rd + ".decisions", Rule: "as many as fit one Slack message (50 blocks, about 24 plain decisions)", Why: "the request is one Slack message; split larger ones",
+	{Field: rd + ".decisions", Rule: "as many as fit one Slack message (50 blocks: about 20 decisions, fewer with reviews)", Why: "the request is one Slack message; split larger ones",
 		By: bySlack, Edits: []ruleEdit{ruleEdit{Path: rd + ".decisions", Value: manyDecisions(30), Show: "30 approval decisions"}}, Want: rd + ".decisions"},
 	{Field: rd + ".decisions[].id", Rule: "unique within the request", Why: "answers name the decision by id (spec §3: \"unique within this request\")",
 		By: byParse, Edits: []ruleEdit{to(rd+".decisions[1].id", `"d1"`)}, Want: rd + ".decisions[1].id"},
