@@ -367,3 +367,53 @@ func TestConformanceRepositoryExamples(t *testing.T) {
 		t.Errorf("no request fragment found in the docs; the check proves nothing")
 	}
 }
+
+// handoff.priority: the known ones keep their badge, any other text is
+// shown as text (escaped, shortened), never refused.
+func TestConformancePriorityShown(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ priority, want, notWant string }{
+		{"high", ":large_orange_circle: *High priority*", ""},
+		{"urgent", ":red_circle: *Urgent*", ""},
+		{"whenever you can", "whenever you can priority", ":large_orange_circle:"},
+		{"<!channel> now", "&lt;!channel&gt; now priority", "<!channel>"},
+		{strings.Repeat("p", 300), strings.Repeat("p", 99) + "… priority", strings.Repeat("p", 101)},
+	} {
+		req := mustParse(t, mutated(t, set("handoff.priority", c.priority)), aah.ParseOptions{Now: seedNow})
+		msg := blocks.Render(req, blocks.State{Status: aah.StatusPending, Version: 1, ReceivedAt: seedNow})
+		b, err := json.Marshal(msg.Blocks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text strings.Builder
+		collectText(&text, b)
+		if !strings.Contains(text.String(), c.want) {
+			t.Errorf("priority %.20q: message lacks %q", c.priority, c.want)
+		}
+		if c.notWant != "" && strings.Contains(text.String(), c.notWant) {
+			t.Errorf("priority %.20q: message holds %q", c.priority, c.notWant)
+		}
+	}
+}
+
+// collectText appends every string of a JSON document, one a line.
+func collectText(b *strings.Builder, raw []byte) {
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			b.WriteString(x + "\n")
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	var v any
+	_ = json.Unmarshal(raw, &v)
+	walk(v)
+}
