@@ -38,6 +38,8 @@ const guard = 2 * time.Minute
 type testBot struct {
 	t   *testing.T
 	url string
+	// close is the service's Close, as Run calls it at shutdown.
+	close func()
 }
 
 func startBot(t *testing.T) *testBot {
@@ -60,6 +62,10 @@ func startBot(t *testing.T) *testBot {
 	}
 	cfg, err := cfg.WithTokens("agent:" + agentToken + ",other:" + otherToken)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Agent "other" may have one open request (INTAKE_MAX_OPEN_OVERRIDES).
+	if cfg, err = cfg.WithLimits("120/m:60", "", 1000, "other:1"); err != nil {
 		t.Fatal(err)
 	}
 	if cfg, err = cfg.WithDeciders("U0ALICE:"+aliceToken+",U0BOB:"+bobToken, nil); err != nil {
@@ -90,7 +96,7 @@ func startBot(t *testing.T) *testBot {
 		srv.Close()
 		_ = emu.Close()
 	})
-	return &testBot{t: t, url: srv.URL}
+	return &testBot{t: t, url: srv.URL, close: svc.Close}
 }
 
 // client is the agent's Go client of this bot.

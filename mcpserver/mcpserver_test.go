@@ -110,7 +110,8 @@ func twoApprovals(id string) map[string]any {
 		"deadline": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
 		"decisions": []map[string]any{
 			{"id": "migrate", "type": "approval", "prompt": "Run the migration?", "required": true},
-			{"id": "ship", "type": "approval", "prompt": "Ship v2?", "required": true}}}
+			{"id": "ship", "type": "approval", "prompt": "Ship v2?", "required": true}},
+		"extensions": map[string]any{"decisions": map[string]any{"ship": map[string]any{"responses": []string{"approve", "reject", "escalate"}}}}}
 }
 
 // waitWhileReviewersAnswer calls request_decision (waiting) on cs while
@@ -137,6 +138,10 @@ func waitWhileReviewersAnswer(t *testing.T, ctx context.Context, b *testBot, cs 
 	case a := <-done:
 		t.Fatalf("request_decision returned before the request closed: %s", text(a.res))
 	default:
+	}
+	b.decide(id, "escalate", aliceToken, `{"to": "manager@example.com", "note": "ship needs a manager"}`)
+	if m := p.next(t, ctx); !strings.HasPrefix(m, "escalated") {
+		t.Errorf("progress notification %q, want the escalation", m)
 	}
 	b.decide(id, "answers", bobToken, `{"answers": {"ship": true}}`)
 	if m := p.next(t, ctx); !strings.Contains(m, "ship") {
@@ -256,6 +261,16 @@ func TestHTTPNoWaitGetWithdraw(t *testing.T) {
 		t.Errorf("another agent's get_decision: %s", text(res))
 	}
 
+	// The limits are the token's agent's: "other" may have one open request.
+	for i, want := range []string{"", "429"} {
+		args := twoApprovals("mcp-other-" + string(rune('a'+i)))
+		args["wait"] = false
+		res, _ = call(t, ctx, other, &mcp.CallToolParams{Name: "request_decision", Arguments: args})
+		if res.IsError != (want != "") || !strings.Contains(text(res), want) || want != "" && !strings.Contains(text(res), "open_cap") {
+			t.Errorf("other's request %d: %s", i+1, text(res))
+		}
+	}
+
 	res, out = call(t, ctx, cs, &mcp.CallToolParams{Name: "withdraw_decision", Arguments: map[string]any{"id": "mcp-nowait"}})
 	if res.IsError || out.Status != "withdrawn" || out.Open || !strings.Contains(text(res), "withdrawn") {
 		t.Errorf("withdraw_decision: %+v %s", out, text(res))
@@ -322,12 +337,21 @@ func TestProposedActionModified(t *testing.T) {
 
 // Cancelling the MCP call stops waiting and leaves the request open, unless
 // withdraw_on_cancel asks for it to be withdrawn.
+// Over stdio the SDK sends notifications/cancelled; over HTTP it closes the
+// request.
 func TestCancelStopsWaiting(t *testing.T) {
 	b := startBot(t)
 	ctx := testCtx(t)
-	cs := httpSession(t, ctx, b, agentToken, nil)
-	for _, withdraw := range []bool{false, true} {
-		id := "mcp-cancel-" + map[bool]string{false: "keep", true: "withdraw"}[withdraw]
+	for _, tc := range []struct {
+		transport string
+		withdraw  bool
+	}{{"http", false}, {"http", true}, {"stdio", false}, {"stdio", true}} {
+		cs := httpSession(t, ctx, b, agentToken, nil)
+		if tc.transport == "stdio" {
+			cs = stdioSession(t, ctx, b.client(), nil)
+		}
+		withdraw := tc.withdraw
+		id := "mcp-cancel-" + tc.transport + "-" + map[bool]string{false: "keep", true: "withdraw"}[withdraw]
 		args := twoApprovals(id)
 		args["withdraw_on_cancel"] = withdraw
 		cctx, cancel := context.WithCancel(ctx)
@@ -355,5 +379,28 @@ func TestCancelStopsWaiting(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond) // the server sees the cancellation a moment later
 		}
+	}
+}
+
+// At shutdown (Service.Close, before the HTTP server stops) a waiting call
+// returns the open request at once.
+func TestShutdownEndsWaits(t *testing.T) {
+	b := startBot(t)
+	ctx := testCtx(t)
+	cs := httpSession(t, ctx, b, agentToken, nil)
+	type answer struct {
+		res *mcp.CallToolResult
+		out mcpserver.DecisionOutput
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, out := call(t, ctx, cs, &mcp.CallToolParams{Name: "request_decision", Arguments: twoApprovals("mcp-shutdown")})
+		done <- answer{res, out}
+	}()
+	b.waitStored(ctx, "mcp-shutdown")
+	b.close()
+	a := <-done
+	if a.res.IsError || a.out.Status != "pending" || a.out.Waiting != "shutdown" || !strings.Contains(text(a.res), "shutting down") {
+		t.Errorf("result at shutdown: %+v %s", a.out, text(a.res))
 	}
 }

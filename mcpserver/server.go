@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -102,6 +103,7 @@ type RequestDecisionInput struct {
 	Channel        string            `json:"channel,omitempty" jsonschema:"short form: the Slack channel to post in; default the bot's"`
 	Priority       string            `json:"priority,omitempty" jsonschema:"short form: low, normal, medium, high, urgent or critical"`
 	AgentID        string            `json:"agent_id,omitempty" jsonschema:"short form: source.agent_id, who asks; default agent"`
+	Extensions     map[string]any    `json:"extensions,omitempty" jsonschema:"short form: the artifact's extensions, verbatim (slack: reviewers, quorum, required_roles…; decisions: per-decision review verbs, proposed actions; on_deadline; events)"`
 
 	Wait             *bool   `json:"wait,omitempty" jsonschema:"wait for the decision (default true); false returns the id at once"`
 	TimeoutSeconds   float64 `json:"timeout_seconds,omitempty" jsonschema:"stop waiting after this many seconds and return the request as it stands (it stays open); default: wait until it closes"`
@@ -388,7 +390,7 @@ func toolError(err error) error {
 // short form's.
 func (in *RequestDecisionInput) document(now time.Time) ([]byte, error) {
 	short := in.Title != "" || in.Context != "" || len(in.Decisions) > 0 || in.ProposedAction != nil || in.Risk != nil ||
-		in.Deadline != "" || len(in.Reviewers) > 0 || in.Channel != "" || in.Priority != "" || in.AgentID != "" || in.ID != ""
+		in.Deadline != "" || len(in.Reviewers) > 0 || in.Channel != "" || in.Priority != "" || in.AgentID != "" || in.ID != "" || in.Extensions != nil
 	if in.Request != nil {
 		if short {
 			return nil, fieldError("request", "give either request (a whole artifact) or the short form's fields (title, decisions…), not both")
@@ -433,6 +435,12 @@ func (in *RequestDecisionInput) document(now time.Time) ([]byte, error) {
 		if err != nil {
 			return nil, fieldError("proposed_action", err.Error())
 		}
+		for k, v := range in.Extensions {
+			if _, set := r.Extensions[k]; set {
+				return nil, fieldError("extensions."+k, "is set by proposed_action (and reviewers, channel)")
+			}
+			r.Extensions[k] = v
+		}
 	} else {
 		if strings.TrimSpace(in.Title) == "" {
 			return nil, fieldError("title", "required (or give request, a whole artifact)")
@@ -441,16 +449,26 @@ func (in *RequestDecisionInput) document(now time.Time) ([]byte, error) {
 			return nil, fieldError("decisions", "at least one decision (or give proposed_action for a single approval)")
 		}
 		r = &client.Request{ID: in.ID, Title: in.Title, Context: in.Context, Decisions: in.Decisions,
-			Deadline: deadline, Priority: in.Priority, AgentID: in.AgentID}
-		slack := map[string]any{}
-		if len(in.Reviewers) > 0 {
-			slack["reviewers"] = in.Reviewers
-		}
-		if in.Channel != "" {
-			slack["channel"] = in.Channel
-		}
-		if len(slack) > 0 {
-			r.Extensions = map[string]any{"slack": slack}
+			Deadline: deadline, Priority: in.Priority, AgentID: in.AgentID, Extensions: maps.Clone(in.Extensions)}
+		if len(in.Reviewers) > 0 || in.Channel != "" {
+			slack := map[string]any{}
+			if v, ok := r.Extensions["slack"]; ok {
+				m, isMap := v.(map[string]any)
+				if !isMap {
+					return nil, fieldError("extensions.slack", "must be an object")
+				}
+				slack = maps.Clone(m)
+			}
+			if len(in.Reviewers) > 0 {
+				slack["reviewers"] = in.Reviewers
+			}
+			if in.Channel != "" {
+				slack["channel"] = in.Channel
+			}
+			if r.Extensions == nil {
+				r.Extensions = map[string]any{}
+			}
+			r.Extensions["slack"] = slack
 		}
 	}
 	if r.ID == "" {
