@@ -38,6 +38,8 @@ const guard = 2 * time.Minute
 type testBot struct {
 	t   *testing.T
 	url string
+	// logs is the bot's log (JSON lines, level info).
+	logs *syncBuffer
 	// close is the service's Close, as Run calls it at shutdown.
 	close func()
 }
@@ -72,12 +74,13 @@ func startBot(t *testing.T) *testBot {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
+	logs := &syncBuffer{}
 	st, err := store.New(rdb, store.Options{Prefix: prefix, HomeJobs: true, OpenCounts: cfg.Limits().CapsOpen()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc, err := bot.NewService(bot.Deps{
-		Metrics: bot.NewMetrics(reg), Registry: reg, Logger: slog.New(slog.DiscardHandler), Store: st, Config: cfg,
+		Metrics: bot.NewMetrics(reg), Registry: reg, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Store: st, Config: cfg,
 		Slack:         slack.New(emu.Token(), slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(emu.Client())),
 		RateLimitHold: 200 * time.Millisecond, CommandBudget: guard,
 	})
@@ -96,7 +99,7 @@ func startBot(t *testing.T) *testBot {
 		srv.Close()
 		_ = emu.Close()
 	})
-	return &testBot{t: t, url: srv.URL, close: svc.Close}
+	return &testBot{t: t, url: srv.URL, close: svc.Close, logs: logs}
 }
 
 // client is the agent's Go client of this bot.
@@ -156,4 +159,22 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -48,16 +48,17 @@ type HTTPHandler struct {
 // HTTP request) ends its wait.
 func Handler(o HTTPOptions) *HTTPHandler {
 	hh := &HTTPHandler{done: make(chan struct{})}
-	hc := &http.Client{Transport: loopback{h: o.Bot}}
 	clientFor := func(ctx context.Context, req *mcp.CallToolRequest) (*client.Client, error) {
-		token := ""
-		if req.Extra != nil {
+		token, lb := "", loopback{h: o.Bot}
+		if req.Extra != nil && req.Extra.Header != nil {
 			scheme, t, ok := strings.Cut(req.Extra.Header.Get("Authorization"), " ")
 			if ok && strings.EqualFold(scheme, "Bearer") {
 				token = strings.TrimSpace(t)
 			}
+			lb.requestID = req.Extra.Header.Get(requestIDHeader)
 		}
-		return client.New(loopbackBase, token, client.WithHTTPClient(hc), client.WithUserAgent("approvalbot-mcp")), nil
+		return client.New(loopbackBase, token, client.WithHTTPClient(&http.Client{Transport: lb}),
+			client.WithUserAgent("approvalbot-mcp")), nil
 	}
 	server := New(clientFor, &Options{Version: o.Version, Done: hh.done})
 	sh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
@@ -67,7 +68,15 @@ func Handler(o HTTPOptions) *HTTPHandler {
 	if o.Authenticate == nil {
 		panic(errors.New("mcpserver: HTTPOptions.Authenticate is required"))
 	}
-	hh.h = o.Authenticate(func(w http.ResponseWriter, r *http.Request, _ string) { sh.ServeHTTP(w, r) })
+	hh.h = o.Authenticate(func(w http.ResponseWriter, r *http.Request, _ string) {
+		// The bot's access log gave this request an id (X-Request-Id on
+		// the answer); its tools' /v1 calls are logged with the same.
+		if id := w.Header().Get(requestIDHeader); id != "" {
+			r = r.Clone(r.Context())
+			r.Header.Set(requestIDHeader, id)
+		}
+		sh.ServeHTTP(w, r)
+	})
 	return hh
 }
 

@@ -11,10 +11,18 @@ import (
 // bot's own /v1 through it, so every rule of /v1 (authentication, limits,
 // validation, long polls, event streams) applies unchanged, with no socket
 // and no address to know.
-type loopback struct{ h http.Handler }
+type loopback struct {
+	h http.Handler
+	// requestID, when set, is sent as X-Request-Id: the /mcp request's, so
+	// the access log lines of its inner /v1 calls carry its id.
+	requestID string
+}
 
 func (t loopback) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())
+	if t.requestID != "" {
+		r.Header.Set(requestIDHeader, t.requestID)
+	}
 	r.RequestURI = req.URL.RequestURI()
 	r.RemoteAddr = "127.0.0.1:0"
 	if r.Body == nil {
@@ -38,6 +46,9 @@ func (t loopback) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{Status: http.StatusText(w.status), StatusCode: w.status, Proto: "HTTP/1.1",
 		ProtoMajor: 1, ProtoMinor: 1, Header: w.sent, Body: pr, ContentLength: -1, Request: req}, nil
 }
+
+// requestIDHeader is the bot's request id header (bot.RequestIDHeader).
+const requestIDHeader = "X-Request-Id"
 
 // pipeWriter is the handler's side: the header is sent when it is written,
 // the body through the pipe as the handler writes it (a write blocks until

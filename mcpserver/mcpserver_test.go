@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -403,4 +404,42 @@ func TestShutdownEndsWaits(t *testing.T) {
 	if a.res.IsError || a.out.Status != "pending" || a.out.Waiting != "shutdown" || !strings.Contains(text(a.res), "shutting down") {
 		t.Errorf("result at shutdown: %+v %s", a.out, text(a.res))
 	}
+}
+
+// A tool's /v1 calls are logged with the /mcp request's id, so one search
+// finds the MCP call and what it did.
+func TestInnerCallsCarryTheRequestID(t *testing.T) {
+	b := startBot(t)
+	ctx := testCtx(t)
+	tr := &withHeader{key: "X-Request-Id", value: "mcp-trace-42", next: bearer{token: agentToken, next: http.DefaultTransport}}
+	cs := connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: b.url + "/mcp", HTTPClient: &http.Client{Transport: tr}}, nil)
+	args := twoApprovals("mcp-traced")
+	args["wait"] = false
+	if res, _ := call(t, ctx, cs, &mcp.CallToolParams{Name: "request_decision", Arguments: args}); res.IsError {
+		t.Fatal(text(res))
+	}
+	var routes []string
+	for line := range strings.SplitSeq(b.logs.String(), "\n") {
+		var e struct {
+			Msg, Route, RequestID string
+			HTTPRequestID         string `json:"http_request_id"`
+		}
+		if json.Unmarshal([]byte(line), &e) == nil && e.Msg == "http request" && e.HTTPRequestID == "mcp-trace-42" {
+			routes = append(routes, e.Route)
+		}
+	}
+	if !slices.Contains(routes, "/v1/requests") || !slices.Contains(routes, "/mcp") {
+		t.Errorf("routes logged with the MCP request's id: %v, want /v1/requests and /mcp", routes)
+	}
+}
+
+type withHeader struct {
+	key, value string
+	next       http.RoundTripper
+}
+
+func (h *withHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(h.key, h.value)
+	return h.next.RoundTrip(r)
 }
