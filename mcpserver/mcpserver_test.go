@@ -217,6 +217,20 @@ func TestHTTPNeedsTheIntakeToken(t *testing.T) {
 			t.Errorf("Authorization %q: %d (WWW-Authenticate %q), want 401 with a Bearer challenge", auth, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 		}
 	}
+	// Stateless: no session stream to GET, no session to DELETE.
+	for _, method := range []string{http.MethodGet, http.MethodDelete} {
+		req, _ := http.NewRequest(method, b.url+"/mcp", nil)
+		req.Header.Set("Authorization", "Bearer "+agentToken)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s /mcp: %d, want 405", method, resp.StatusCode)
+		}
+	}
 	// The SDK's client without a token cannot connect.
 	tr := &mcp.StreamableClientTransport{Endpoint: b.url + "/mcp"}
 	if _, err := mcp.NewClient(&mcp.Implementation{Name: "x", Version: "1"}, nil).Connect(testCtx(t), tr, nil); err == nil {
