@@ -101,6 +101,9 @@ func (c *Core) answerWith(rec store.Record, req *aah.Request, g grant, out *Outc
 		if err != nil {
 			return nil, &Refusal{Reason: fmt.Sprintf("%s: %v", dec.Prompt, err), Field: "value", Rule: RuleInvalid}
 		}
+		if err := acceptsAnswer(dec, v, o.verb); err != nil {
+			return nil, err
+		}
 		if o.picked != "" && v == false && !offersReason(dec, o.picked) {
 			return nil, &Refusal{Reason: fmt.Sprintf("“%s” is not one of the reasons offered for rejecting “%s”.", o.picked, dec.Prompt),
 				Field: FieldRejectReason, Rule: RuleInvalid}
@@ -137,6 +140,33 @@ func (c *Core) answerWith(rec store.Record, req *aah.Request, g grant, out *Outc
 		ch.Status = aah.StatusPartial
 	}
 	return ch, nil
+}
+
+// acceptsAnswer refuses an approval or a rejection the decision's agent
+// does not accept (extensions.decisions responses): a decision that lists
+// no approve takes no plain approval (only modify, with a change), one that
+// lists no reject takes no rejection. Every path that answers goes through
+// it: a click, the API, "Approve all", a modify that changes nothing.
+func acceptsAnswer(dec aah.Decision, v any, verb aah.Verb) error {
+	if dec.Type != aah.TypeApproval {
+		return nil
+	}
+	want, what := aah.VerbReject, "rejected"
+	if v == true {
+		want, what = aah.VerbApprove, "approved as proposed"
+		if verb == aah.VerbModify {
+			want, what = aah.VerbModify, "approved with changes"
+		}
+	}
+	if dec.Accepts(want) {
+		return nil
+	}
+	reason := fmt.Sprintf("“%s” cannot be %s: the agent does not accept it.", dec.Prompt, what)
+	if want == aah.VerbApprove && dec.Accepts(aah.VerbModify) {
+		reason = fmt.Sprintf("“%s” can only be approved with changes: the agent does not accept it as proposed. "+
+			"Change a parameter, or reject it.", dec.Prompt)
+	}
+	return &Refusal{Reason: reason, Rule: RuleVerb}
 }
 
 // withAnswer puts a into list, replacing the answer to the same decision.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -182,6 +183,13 @@ func TestReassign(t *testing.T) {
 	if !slices.ContainsFunc(st.jobs, func(j store.JobAt) bool { return j.ID == "escalate:req-1:-2" }) {
 		t.Errorf("no copies job for step -2: %+v", st.jobs)
 	}
+	// Alice's first submission, retried late (after Morgan's escalation),
+	// adds nothing: no new step, no second copy for Morgan.
+	commits = st.commits
+	if again, err := c.Reassign(ctx, "req-1", alice, "U0MORGAN", "you own billing"); err != nil || again.Changed || st.commits != commits ||
+		len(again.Record.Reassignments) != 2 {
+		t.Errorf("late retry: %+v %v", again.Record.Reassignments, err)
+	}
 	// The target decides, like a reviewer.
 	if out, err := c.Answer(ctx, "req-1", morgan, map[string]any{"ship": true}); err != nil || out.Record.Status != aah.StatusResolved {
 		t.Fatalf("morgan's answer: %+v %v", out, err)
@@ -215,6 +223,10 @@ func TestReassignRefusals(t *testing.T) {
 			carol, "U0MORGAN", RuleReviewer, ""},
 		{"the requester", func(t *testing.T) store.Record { return reviewed(t, reviewers(self, alice, riley), scaleReview(nil)) },
 			riley, "U0MORGAN", RuleSelfApproval, ""},
+		{"to the requester", func(t *testing.T) store.Record { return reviewed(t, reviewers(self, alice, riley), scaleReview(nil)) },
+			alice, "U0RILEY", RuleInvalid, FieldTo},
+		{"to the requester's email", func(t *testing.T) store.Record { return reviewed(t, reviewers(self, alice), scaleReview(nil)) },
+			alice, "riley@example.com", RuleInvalid, FieldTo},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -292,5 +304,68 @@ func TestDirectiveMetrics(t *testing.T) {
 		if got, _, _ := sample(t, reg, "approvalbot_decisions_total", map[string]string{"outcome": outcome}); got != want {
 			t.Errorf("decisions{%s} = %v, want %v", outcome, got, want)
 		}
+	}
+}
+
+// countingDirectory is fakeDirectory, counting its lookups.
+type countingDirectory struct {
+	fakeDirectory
+	mu      sync.Mutex
+	lookups []string
+}
+
+func (d *countingDirectory) UserIDByEmail(ctx context.Context, email string) (string, error) {
+	d.mu.Lock()
+	d.lookups = append(d.lookups, email)
+	d.mu.Unlock()
+	return d.fakeDirectory.UserIDByEmail(ctx, email)
+}
+
+func (d *countingDirectory) GroupMembers(ctx context.Context, group string) ([]string, error) {
+	d.mu.Lock()
+	d.lookups = append(d.lookups, group)
+	d.mu.Unlock()
+	return d.fakeDirectory.GroupMembers(ctx, group)
+}
+
+// A person who may not decide the request is refused before the target is
+// looked up: they learn nothing about it (an email that resolves or not, a
+// group's members), and the refusal is audited.
+func TestReassignRefusesBeforeResolvingTheTarget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, to := range []string{"ghost@example.com", "alice@example.com", "S0LEADS", "S0NOBODY", "not a target"} {
+		st := newFakeStore(reviewed(t, reviewers(nil, alice), scaleReview(nil)))
+		dir := &countingDirectory{}
+		c := New(st, Options{Now: func() time.Time { return t0 }, Directory: dir})
+		_, err := c.Reassign(ctx, "req-1", carol, to, "")
+		if r := refusalOf(t, err); r == nil || r.Rule != RuleReviewer || r.Field != "" {
+			t.Errorf("to %q: refusal %+v, want the reviewer rule", to, r)
+		}
+		if slices.Contains(dir.lookups, strings.ToLower(to)) {
+			t.Errorf("to %q: the target was looked up for a non-reviewer: %v", to, dir.lookups)
+		}
+		refused := st.events("click_refused")
+		if len(refused) != 1 || refused[0].Data["rule"] != RuleReviewer || refused[0].Data["action"] != string(aah.VerbEscalate) {
+			t.Errorf("to %q: audit %+v", to, refused)
+		}
+		if rec, _ := st.Get(ctx, "req-1"); rec.Status != aah.StatusPending || rec.Reassignments != nil {
+			t.Errorf("to %q: the refusal changed the request: %+v", to, rec)
+		}
+	}
+}
+
+// Escalating to the requester hands the request to someone who may decide
+// it only when self-approval is allowed.
+func TestReassignToTheRequesterWithSelfApproval(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, _ := newCore(reviewed(t, reviewers(map[string]any{"requested_by": "U0RILEY"}, alice), scaleReview(nil)),
+		Policy{Defaults: aah.Defaults{AllowSelfApproval: true}})
+	if out, err := c.Reassign(ctx, "req-1", alice, "U0RILEY", ""); err != nil || !out.Changed {
+		t.Fatalf("%+v, %v", out, err)
+	}
+	if out, err := c.Answer(ctx, "req-1", riley, map[string]any{"ship": true}); err != nil || !out.Resolved {
+		t.Errorf("the requester, escalated to, with self-approval: %+v, %v", out, err)
 	}
 }

@@ -46,6 +46,7 @@ type GrantStore interface {
 	GetGrant(ctx context.Context, id string) (store.Grant, error)
 	Grants(ctx context.Context, agent string) ([]store.Grant, error)
 	RevokeGrant(ctx context.Context, id string, by aah.Person) (store.Grant, bool, error)
+	MarkRevocationAudited(ctx context.Context, id string) error
 }
 
 // StandingApprovals configure grants. Without a Store, or with Max 0,
@@ -58,6 +59,10 @@ type StandingApprovals struct {
 	// user ids and user group ids. Empty: anyone who may approve.
 	Granters []string
 }
+
+// MinGrant is the shortest standing approval, as STANDING_APPROVAL_MAX's
+// smallest setting.
+const MinGrant = time.Minute
 
 // grantLookupBudget bounds the directory lookups of matching a new
 // request: it runs under the intake's write deadline. Past it the request
@@ -80,11 +85,28 @@ func (c *Core) GrantMax() time.Duration {
 // (grant_created). A refusal changes nothing; should the grant fail once
 // the approval was recorded, the error says so.
 func (c *Core) Grant(ctx context.Context, requestID, decisionID string, by aah.Person, d time.Duration, comment string) (Outcome, store.Grant, error) {
-	if err := c.checkGrant(ctx, by, d, comment); err != nil {
+	if err := c.checkGrant(d, comment); err != nil {
 		return Outcome{}, store.Grant{}, err
+	}
+	// Whether STANDING_APPROVAL_GRANTERS lists them needs lookups, which
+	// must not run inside the transaction; it is refused (and audited)
+	// there, after who may decide the request: a person who may not learns
+	// nothing about the granters.
+	lookup, cancel := context.WithTimeout(ctx, authorizeBudget)
+	mayGrant, err := c.mayGrant(lookup, by.ID)
+	cancel()
+	if err != nil {
+		return Outcome{}, store.Grant{}, fmt.Errorf("check who may grant standing approvals: %w", err)
 	}
 	var agent, key string
 	out, err := c.act(ctx, requestID, by, "grant", func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
+		switch {
+		case by.Agent != "":
+			return nil, &Refusal{Reason: "An agent cannot grant standing approvals; a person has to.", Rule: RuleGranter}
+		case !mayGrant:
+			return nil, &Refusal{Reason: "Only the people this workspace lists in STANDING_APPROVAL_GRANTERS can approve similar " +
+				"requests for a while. You can still approve this one.", Rule: RuleGranter}
+		}
 		dec, ok := req.Decision(decisionID)
 		if !ok {
 			return nil, &Refusal{Reason: fmt.Sprintf("This request has no decision %q.", decisionID), Field: FieldDecision, Rule: RuleInvalid}
@@ -125,31 +147,23 @@ func (c *Core) Grant(ctx context.Context, requestID, decisionID string, by aah.P
 }
 
 // checkGrant refuses a grant that no request could allow: standing
-// approvals off, a duration out of bounds, a comment too long, an agent
-// granting, or a person STANDING_APPROVAL_GRANTERS does not list.
-func (c *Core) checkGrant(ctx context.Context, by aah.Person, d time.Duration, comment string) error {
+// approvals off, a duration out of bounds, a comment too long. Who may
+// grant is Grant's, inside its audited action.
+func (c *Core) checkGrant(d time.Duration, comment string) error {
 	max := c.GrantMax()
 	switch {
 	case max <= 0:
 		return &Refusal{Reason: "Standing approvals are off in this workspace (STANDING_APPROVAL_MAX=0).", Rule: RuleGrantsOff}
 	case d <= 0:
 		return &Refusal{Reason: "Choose for how long to approve similar requests.", Field: "duration", Rule: RuleInvalid}
+	case d < MinGrant:
+		// Shorter would approve nothing (and the store keeps no grant under
+		// a millisecond: refused here, before the approval is recorded).
+		return &Refusal{Reason: fmt.Sprintf("A standing approval lasts at least %s.", MinGrant), Field: "duration", Rule: RuleInvalid}
 	case d > max:
 		return &Refusal{Reason: fmt.Sprintf("A standing approval lasts at most %s (STANDING_APPROVAL_MAX).", max), Field: "duration", Rule: RuleInvalid}
 	case utf8.RuneCountInString(comment) > aah.MaxTextLength:
 		return &Refusal{Reason: "A comment holds at most 3000 characters.", Field: "comment", Rule: RuleInvalid}
-	case by.Agent != "":
-		return &Refusal{Reason: "An agent cannot grant standing approvals; a person has to.", Rule: RuleGranter}
-	}
-	ctx, cancel := context.WithTimeout(ctx, authorizeBudget)
-	defer cancel()
-	ok, err := c.mayGrant(ctx, by.ID)
-	if err != nil {
-		return fmt.Errorf("check who may grant standing approvals: %w", err)
-	}
-	if !ok {
-		return &Refusal{Reason: "Only the people this workspace lists in STANDING_APPROVAL_GRANTERS can approve similar " +
-			"requests for a while. You can still approve this one.", Rule: RuleGranter}
 	}
 	return nil
 }
@@ -167,6 +181,9 @@ func grantable(dec aah.Decision, rules aah.Rules) error {
 	switch {
 	case dec.Type != aah.TypeApproval:
 		return &Refusal{Reason: "Only an approval decision can be approved for a while.", Rule: RuleGrant}
+	case !dec.Accepts(aah.VerbApprove):
+		return &Refusal{Reason: "The agent does not accept this action approved as proposed, so similar requests " +
+			"cannot be approved for a while.", Rule: RuleGrant}
 	case dec.ActionKey() == "":
 		return &Refusal{Reason: "This decision names no kind of action (action_key or proposed_action.tool_name), " +
 			"so there is nothing to approve similar requests by.", Rule: RuleGrant}
@@ -194,17 +211,24 @@ func (c *Core) RevokeGrant(ctx context.Context, grantID string, by aah.Person) (
 	if err != nil {
 		return store.Grant{}, fmt.Errorf("read standing approval %s: %w", grantID, err)
 	}
-	if !g.RevokedAt.IsZero() {
-		return g, nil
-	}
 	if by.Agent != "" || (by.ID != g.By.ID && !slices.Contains(c.policy.Admins, by.ID)) {
+		if !g.RevokedAt.IsZero() {
+			return g, nil // revoked already: nothing for them to do
+		}
 		return store.Grant{}, &Refusal{Reason: fmt.Sprintf("Only <@%s>, who granted it, or an admin can revoke this standing approval.", g.By.ID), Rule: RuleGranter}
 	}
-	rev, already, err := c.grants.Store.RevokeGrant(ctx, grantID, aah.Person{ID: by.ID, Name: by.Name})
+	// Even when its record says revoked, the store tombstones its copies
+	// again: a revocation that failed half way (some shards' copies still
+	// live, its caller told of the error) is completed by this one, so a
+	// revoke that returns never leaves a copy a create could match.
+	rev, _, err := c.grants.Store.RevokeGrant(ctx, grantID, aah.Person{ID: by.ID, Name: by.Name})
 	if err != nil {
 		return store.Grant{}, fmt.Errorf("revoke standing approval %s: %w", grantID, err)
 	}
-	if already || rev.FromRequest == "" {
+	// Audited once: by the revocation that completes it, which is not
+	// always the first (one that failed half way, or before its audit, is
+	// completed by the next).
+	if rev.RevocationAudited || rev.FromRequest == "" {
 		return rev, nil
 	}
 	_, err = c.update(ctx, rev.FromRequest, func(store.Record) (*store.Change, error) {
@@ -215,6 +239,9 @@ func (c *Core) RevokeGrant(ctx context.Context, grantID string, by aah.Person) (
 	if err != nil && !errors.Is(err, store.ErrNotFound) { // deleted by retention: nothing left to audit on
 		return rev, fmt.Errorf("revoked standing approval %s, but could not audit it on %s: %w", grantID, rev.FromRequest, err)
 	}
+	// Unmarked, a later revoke would audit it again: a duplicate entry,
+	// never a missing one.
+	_ = c.grants.Store.MarkRevocationAudited(ctx, grantID)
 	return rev, nil
 }
 

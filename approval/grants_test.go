@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,9 +14,11 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/aah/schema"
 	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // The standing-approval tests run the core over the real store (the
@@ -53,6 +56,8 @@ func (groups) GroupMembers(_ context.Context, g string) ([]string, error) {
 
 type grantFixture struct {
 	st   *store.Store
+	rdb  redis.UniversalClient
+	pfx  string // the store's key prefix
 	clk  *gclock
 	core *approval.Core
 	ctx  context.Context
@@ -63,11 +68,13 @@ func newGrantFixture(t *testing.T, embedded bool, mod func(*approval.StandingApp
 	clk := &gclock{now: gt0}
 	var st *store.Store
 	var err error
+	var rdb redis.UniversalClient
+	var prefix string
 	if embedded {
-		rdb, prefix := redistest.Embedded(t, clk.Now)
+		rdb, prefix = redistest.Embedded(t, clk.Now)
 		st, err = store.New(rdb, store.Options{Prefix: prefix, Now: clk.Now})
 	} else {
-		rdb, prefix := redistest.Client(t)
+		rdb, prefix = redistest.Client(t)
 		clk = &gclock{now: time.Now().UTC().Truncate(time.Millisecond)} // TIME is the wall clock's
 		st, err = store.New(rdb, store.Options{Prefix: prefix, Now: clk.Now})
 	}
@@ -80,7 +87,7 @@ func newGrantFixture(t *testing.T, embedded bool, mod func(*approval.StandingApp
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	return grantFixture{st: st, clk: clk, ctx: ctx, core: approval.New(st, approval.Options{Now: clk.Now, Directory: groups{},
+	return grantFixture{st: st, rdb: rdb, pfx: prefix, clk: clk, ctx: ctx, core: approval.New(st, approval.Options{Now: clk.Now, Directory: groups{},
 		Policy: approval.Policy{Admins: []string{gadmin.ID}}, Grants: sa})}
 }
 
@@ -217,6 +224,12 @@ func TestGrantApprovesAndMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := resp.Content.Body.Data
+	if err := schema.ValidateResponse(rec.Response); err != nil {
+		t.Errorf("the grant's response breaks the schema: %v", err)
+	}
+	if err := schema.ValidateResponse(out.Record.Response); err != nil {
+		t.Errorf("the origin's response breaks the schema: %v", err)
+	}
 	if data.OverallStatus != "all_approved" || len(data.Responses) != 1 || data.Responses[0].Grant == nil ||
 		data.Responses[0].Grant.ID != g.ID || data.Responses[0].Grant.By.ID != galice.ID {
 		t.Errorf("response data = %+v; want approved, the entry carrying the grant", data)
@@ -263,6 +276,7 @@ func TestGrantDoesNotMatch(t *testing.T) {
 		{"irreversible by its risk", "deployer", nil, []dec{scale("scale").withReview("risk_assessment",
 			map[string]any{"risk_level": "low", "reversibility": "irreversible"})}},
 		{"critical risk", "deployer", nil, []dec{scale("scale").withReview("risk_assessment", map[string]any{"risk_level": "critical"})}},
+		{"approve not accepted", "deployer", nil, []dec{scale("scale").withReview("responses", []any{"reject", "defer"})}},
 		{"granter not a reviewer of it", "deployer", map[string]any{"reviewers": []any{gbob.ID}}, []dec{scale("scale")}},
 		{"granter is its requester", "deployer", map[string]any{"reviewers": []any{galice.ID, gbob.ID}, "requested_by": galice.ID},
 			[]dec{scale("scale")}},
@@ -301,6 +315,7 @@ func TestGrantRefusals(t *testing.T) {
 	f.submit(t, f.core, "critical", "deployer", nil, scale("scale").withReview("risk_assessment", map[string]any{"risk_level": "critical"}))
 	f.submit(t, f.core, "nokey", "deployer", nil, dec{"scale", nil})
 	f.submit(t, f.core, "carols", "deployer", map[string]any{"reviewers": []any{gcarol.ID}}, scale("scale"))
+	f.submit(t, f.core, "noapprove", "deployer", nil, scale("scale").withReview("responses", []any{"reject", "defer"}))
 	agent := aah.Person{ID: galice.ID, Agent: "helper", Via: aah.ViaAPI}
 	for _, tc := range []struct {
 		name, id string
@@ -314,16 +329,27 @@ func TestGrantRefusals(t *testing.T) {
 		{"irreversible", "irrev", galice, time.Hour, approval.RuleGrant},
 		{"critical", "critical", galice, time.Hour, approval.RuleGrant},
 		{"no action key", "nokey", galice, time.Hour, approval.RuleGrant},
+		{"approve not accepted", "noapprove", galice, time.Hour, approval.RuleGrant},
 		{"not in STANDING_APPROVAL_GRANTERS", "carols", gcarol, time.Hour, approval.RuleGranter},
 		{"an agent", "plain", agent, time.Hour, approval.RuleGranter},
 		{"may not approve it", "plain", aah.Person{ID: "U0MORGAN"}, time.Hour, approval.RuleReviewer},
+		// Who may decide comes first: the granters are nobody else's business.
+		{"neither a reviewer nor a granter", "plain", aah.Person{ID: "U0DAVE"}, time.Hour, approval.RuleReviewer},
 	} {
+		before := len(f.audit(t, tc.id))
 		_, _, err := f.core.Grant(f.ctx, tc.id, "scale", tc.by, tc.d, "")
 		if got := refusalRule(err); got != tc.rule {
 			t.Errorf("%s: refused by %q; want %q", tc.name, got, tc.rule)
 		}
+		entries := f.audit(t, tc.id)
+		if tc.rule == approval.RuleInvalid {
+			continue // a bad input, refused before the request is read
+		}
+		if len(entries) != before+1 || entries[len(entries)-1].Event != "click_refused" || entries[len(entries)-1].Data["rule"] != tc.rule {
+			t.Errorf("%s: refusal not audited: %v", tc.name, events(entries))
+		}
 	}
-	for _, id := range []string{"plain", "gated", "irrev", "critical", "nokey"} {
+	for _, id := range []string{"plain", "gated", "irrev", "critical", "nokey", "noapprove"} {
 		if rec, _ := f.st.Get(f.ctx, id); rec.Status != aah.StatusPending {
 			t.Errorf("%s after refused grants: %s; want pending", id, rec.Status)
 		}
@@ -455,5 +481,66 @@ func TestGrantRevokeRacesIntakes(t *testing.T) {
 	wg.Wait()
 	if before == 0 || after == 0 {
 		t.Errorf("%d intakes before the revoke, %d after; want both sides of the race", before, after)
+	}
+}
+
+// hookedStorage runs before, once, as a create begins its transaction:
+// after the core matched the request against the listed grants.
+type hookedStorage struct {
+	*store.Store
+	before func()
+}
+
+func (h *hookedStorage) Create(ctx context.Context, n store.NewRequest) (store.Record, bool, error) {
+	if h.before != nil {
+		h.before()
+		h.before = nil
+	}
+	return h.Store.Create(ctx, n)
+}
+
+// A revocation that failed half way (its record marked revoked, the copies
+// of the shards not yet tombstoned: the store's RevokeGrant returned an
+// error) is completed by revoking again: once a revoke returns without an
+// error, no request resolves by the grant, not even one whose intake listed
+// the grant before the revocation began.
+func TestGrantRevokeRetryCompletesAFailedRevocation(t *testing.T) {
+	t.Parallel()
+	f := newGrantFixture(t, true, nil)
+	f.submit(t, f.core, "origin-1", "deployer", nil, scale("scale"))
+	_, g, err := f.core.Grant(f.ctx, "origin-1", "scale", galice, time.Hour, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooked := &hookedStorage{Store: f.st}
+	intake := approval.New(hooked, approval.Options{Now: f.clk.Now, Directory: groups{},
+		Policy: approval.Policy{Admins: []string{gadmin.ID}}, Grants: approval.StandingApprovals{Store: f.st, Max: time.Hour}})
+	hooked.before = func() {
+		// What the first revoke left when tombstoning failed: the record
+		// says revoked (the revokeGrant script ran), every copy is live.
+		key := f.pfx + ":{grants}:grant:" + g.ID
+		if err := f.rdb.HSet(f.ctx, key, "revoked_ms", strconv.FormatInt(f.clk.Now().UnixMilli(), 10),
+			"revoked_by", `{"id":"U0ALICE","name":"alice"}`).Err(); err != nil {
+			t.Error(err)
+		}
+		if _, err := f.core.RevokeGrant(f.ctx, g.ID, galice); err != nil {
+			t.Errorf("revoking again: %v", err)
+		}
+	}
+	if rec := f.submit(t, intake, "after-retry", "deployer", nil, scale("scale")); rec.Status != aah.StatusPending {
+		t.Fatalf("created after the revoke returned: %s; want pending", rec.Status)
+	}
+	// Someone who may not revoke it is told it is revoked, and changes
+	// nothing.
+	if again, err := f.core.RevokeGrant(f.ctx, g.ID, gbob); err != nil || again.RevokedAt.IsZero() {
+		t.Errorf("Bob on the revoked grant: %+v, %v", again, err)
+	}
+	// The revocation the retry completed is audited, once, however often
+	// it is revoked again.
+	if _, err := f.core.RevokeGrant(f.ctx, g.ID, galice); err != nil {
+		t.Fatal(err)
+	}
+	if got := events(f.audit(t, "origin-1")); strings.Count(strings.Join(got, ","), "grant_revoked") != 1 {
+		t.Errorf("origin audit = %v; want one grant_revoked", got)
 	}
 }

@@ -23,7 +23,8 @@ import (
 // gets the entry; the audit records escalated with "manual": true.
 //
 // The request must accept escalate (one of its decisions lists it in its
-// responses). Escalating to yourself, or to a target that cannot resolve,
+// responses) and the person must be allowed to decide it: that is checked
+// (and a refusal audited) before the target is resolved. Escalating to yourself, or to a target that cannot resolve,
 // is refused with the reason. The same person repeating the same
 // escalation changes nothing.
 func (c *Core) Reassign(ctx context.Context, requestID string, by aah.Person, to, note string) (Outcome, error) {
@@ -34,6 +35,12 @@ func (c *Core) Reassign(ctx context.Context, requestID string, by aah.Person, to
 			Field: FieldTo, Rule: RuleInvalid}
 	case utf8.RuneCountInString(note) > aah.MaxTextLength:
 		return Outcome{}, &Refusal{Reason: fmt.Sprintf("A note holds at most %d characters.", aah.MaxTextLength), Field: FieldNote, Rule: RuleInvalid}
+	}
+	// Who may escalate is checked before the target is looked up, and a
+	// refusal is audited: a person who may not decide the request learns
+	// nothing about the target (whether an email or a group resolves).
+	if err := c.CheckVerb(ctx, requestID, "", by, aah.VerbEscalate); err != nil {
+		return Outcome{}, err
 	}
 	lookup, cancel := context.WithTimeout(ctx, authorizeBudget)
 	t, reason, err := ResolveTarget(lookup, c.dir, to)
@@ -47,6 +54,12 @@ func (c *Core) Reassign(ctx context.Context, requestID string, by aah.Person, to
 	if slices.Equal(t.Users, []string{by.ID}) {
 		return Outcome{}, &Refusal{Reason: "You cannot escalate a request to yourself: name someone else.", Field: FieldTo, Rule: RuleInvalid}
 	}
+	lookup, cancel = context.WithTimeout(ctx, authorizeBudget)
+	onlyRequester, err := c.onlyRequester(lookup, requestID, t)
+	cancel()
+	if err != nil {
+		return Outcome{}, fmt.Errorf("check the escalation target of %s: %w", requestID, err)
+	}
 	return c.act(ctx, requestID, by, string(aah.VerbEscalate), func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
 		if err := offered(req, aah.VerbEscalate); err != nil {
 			return nil, err
@@ -54,14 +67,44 @@ func (c *Core) Reassign(ctx context.Context, requestID string, by aah.Person, to
 		if err := g.mayDecide(); err != nil {
 			return nil, err
 		}
-		if n := len(rec.Reassignments); n > 0 {
-			if last := rec.Reassignments[n-1]; last.By.ID == by.ID && last.To == to && last.Note == note {
-				return nil, nil // a double click or a retried submission
-			}
+		if onlyRequester && !g.rules.AllowSelfApproval {
+			return nil, &Refusal{Reason: fmt.Sprintf("%s asked for this decision, so they cannot make it (self-approval is off): "+
+				"name someone else.", to), Field: FieldTo, Rule: RuleInvalid}
+		}
+		if slices.ContainsFunc(rec.Reassignments, func(r aah.Reassignment) bool {
+			return r.By.ID == by.ID && r.To == to && r.Note == note
+		}) {
+			// A double click or a retried submission, even one arriving
+			// after someone else escalated: no second step, no second copy.
+			return nil, nil
 		}
 		out.Changed = true
 		return c.reassignment(rec, by, to, note, t), nil
 	})
+}
+
+// onlyRequester reports whether every user t reaches is the request's
+// requester: an escalation to them hands it to nobody who may decide it
+// unless self-approval is allowed (a channel is not checked).
+func (c *Core) onlyRequester(ctx context.Context, requestID string, t Target) (bool, error) {
+	if len(t.Users) == 0 {
+		return false, nil
+	}
+	rec, err := c.store.Get(ctx, requestID)
+	if err != nil {
+		return false, err
+	}
+	req, err := rec.Request()
+	if err != nil {
+		return false, err
+	}
+	for _, u := range t.Users {
+		is, err := (&matcher{dir: c.dir, user: u}).any(ctx, req.Requester())
+		if err != nil || !is {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // reassignment is the change of a hand-made escalation to t: the

@@ -471,3 +471,31 @@ func TestReassignmentTargets(t *testing.T) {
 		t.Errorf("only the latest five escalations should show: %s", text)
 	}
 }
+
+// "Approve all" and "Reject all" appear only when every approval decision
+// accepts the verb: the core refuses a batch that answers a decision with a
+// response its agent does not accept.
+func TestBatchButtonsFollowTheAcceptedResponses(t *testing.T) {
+	t.Parallel()
+	two := decisionFixtures["approval"] + `,{"id":"drop","type":"approval","prompt":"Drop the old table?","required":true}`
+	for _, tc := range []struct {
+		name  string
+		drop  obj
+		batch string
+	}{
+		{"both accept both", obj{"responses": []string{"approve", "reject"}}, "approve_all,reject_all"},
+		{"one takes no approval", obj{"responses": []string{"reject", "defer"}}, "reject_all"},
+		{"one takes no rejection", obj{"responses": []string{"approve", "defer"}}, "approve_all"},
+	} {
+		ids, _, _ := controls(blocks.Render(wrapExt(t, two, obj{"drop": tc.drop}), pending()))
+		var batch []string
+		for _, id := range ids {
+			if id == blocks.ActionApproveAll || id == blocks.ActionRejectAll {
+				batch = append(batch, id)
+			}
+		}
+		if got := strings.Join(batch, ","); got != tc.batch {
+			t.Errorf("%s: batch buttons %q, want %q", tc.name, got, tc.batch)
+		}
+	}
+}

@@ -237,21 +237,29 @@ func (r *renderer) timingLine() string {
 func (r *renderer) requestActions() *slack.ActionBlock {
 	var elems []slack.BlockElement
 	approvals := 0
+	// Batch buttons only where every approval decision accepts the verb
+	// (extensions.decisions responses): the core refuses the others.
+	allApprove, allReject := true, true
 	for _, d := range r.req.Data.Decisions {
 		if d.Type == aah.TypeApproval {
 			approvals++
+			allApprove = allApprove && d.Accepts(aah.VerbApprove)
+			allReject = allReject && d.Accepts(aah.VerbReject)
 		}
 	}
-	if approvals >= 2 {
+	if approvals >= 2 && allApprove {
 		all := slack.NewButtonBlockElement(ActionApproveAll, RequestScope, plainText(fmt.Sprintf("Approve all %d", approvals)))
 		all.Confirm = approveAllConfirm(r.req, approvals)
+		elems = append(elems, all)
+	}
+	if approvals >= 2 && allReject {
 		none := slack.NewButtonBlockElement(ActionRejectAll, RequestScope, plainText(fmt.Sprintf("Reject all %d", approvals)))
 		none.Confirm = confirm("Reject all?", fmt.Sprintf("This rejects all %d approval decisions. Other decisions are not changed.", approvals), "Reject all")
 		if r.rules.RequireReason {
 			// The reason modal asks for confirmation itself.
 			none = slack.NewButtonBlockElement(ActionRejectAllReason, RequestScope, plainText(fmt.Sprintf("Reject all %d", approvals)))
 		}
-		elems = append(elems, all, none)
+		elems = append(elems, none)
 	}
 	if len(r.req.Data.Decisions) > 1 {
 		submit := slack.NewButtonBlockElement(ActionSubmit, RequestScope, plainText("Submit decisions"))

@@ -363,7 +363,7 @@ func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 					panic(v)
 				}
 				log.ErrorContext(r.Context(), "handler panicked", "method", r.Method, "path", r.URL.Path, "panic", v)
-				http.Error(w, `{"error":"internal error"}`, http.StatusInternalServerError)
+				webhook.WriteInternalError(w, r)
 			}
 		}()
 		next.ServeHTTP(w, r)

@@ -207,6 +207,12 @@ func TestEscalateInSlack(t *testing.T) {
 	refusedWith(t, h, id, mallory, "Only the people this request names", "reviewer")
 	ok(t, h.click(alice, id, blocks.RequestScope, verbsMenu(aah.VerbDefer)))
 	refusedWith(t, h, id, alice, "does not accept deferring", "verb")
+	// A forged overflow value (no such verb, or a decision's verb) opens nothing.
+	for forged, want := range map[aah.Verb]string{"bogus": `"bogus" is not a verb`, aah.VerbApprove: `"approve" is not a verb`,
+		aah.VerbModify: "This request has no decision"} {
+		ok(t, h.click(alice, id, blocks.RequestScope, verbsMenu(forged)))
+		refusedWith(t, h, id, alice, want, "invalid")
+	}
 
 	ok(t, h.click(alice, id, blocks.RequestScope, verbsMenu(aah.VerbEscalate)))
 	v := openedModals(t, h, 1)[0]

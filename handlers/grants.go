@@ -72,6 +72,16 @@ func (s *Slack) grantSubmission(ctx context.Context, ref blocks.ModalRef, by aah
 		return fieldErrors(blocks.BlockDuration, "Choose for how long to approve similar requests.")
 	}
 	out, g, err := s.opts.Grants.Grant(ctx, ref.RequestID, ref.DecisionID, by, d, values[blocks.BlockComment][blocks.ActionText].Value)
+	var refusal *approval.Refusal
+	if err != nil && out.Changed && !errors.As(err, &refusal) {
+		// The approval is recorded; only the grant failed. Submitting again
+		// would find the request resolved: close the modal and say so.
+		s.settled(ctx, "grant", ref.Channel, by, out, nil)
+		s.log.ErrorContext(ctx, "approved, but the standing approval could not be created", "request_id", ref.RequestID, "err", err)
+		s.tellUser(ref.Channel, by.ID, ":warning: Approved, but the standing approval could not be created: "+
+			"similar requests still come to reviewers.")
+		return nil
+	}
 	if errs := s.reply(ctx, blocks.BlockDuration, "grant", ref, by, out, err); errs != nil {
 		return errs
 	}

@@ -71,6 +71,10 @@ type Grant struct {
 	// RevokedAt and RevokedBy are set once it was revoked.
 	RevokedAt time.Time   `json:"revoked_at,omitzero"`
 	RevokedBy *aah.Person `json:"revoked_by,omitempty"`
+	// RevocationAudited is set once the revocation was audited on the
+	// request it was granted from (MarkRevocationAudited): a revocation
+	// whose first attempt failed before its audit is audited by the next.
+	RevocationAudited bool `json:"-"`
 }
 
 // Ref is the grant as an answer, a response and the audit carry it.
@@ -200,11 +204,21 @@ func (s *Store) RevokeGrant(ctx context.Context, id string, by aah.Person) (g Gr
 	return g, already, nil
 }
 
+// MarkRevocationAudited records that a revoked grant's revocation was
+// audited (Grant.RevocationAudited). A grant gone (expired) is left alone:
+// the mark never outlives it.
+func (s *Store) MarkRevocationAudited(ctx context.Context, id string) error {
+	if err := markRevocationAudited.Run(ctx, s.rdb, []string{s.keys.grant(id)}).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("store: mark the revocation of grant %s audited: %w", id, err)
+	}
+	return nil
+}
+
 func decodeGrant(h map[string]string) Grant {
 	num := func(f string) int64 { n, _ := strconv.ParseInt(h[f], 10, 64); return n }
 	g := Grant{ID: h["id"], Agent: h["agent"], ActionKey: h["action_key"], FromRequest: h["from_request"],
 		Comment: h["comment"], GrantedAt: fromMs(num("granted_ms")), ExpiresAt: fromMs(num("expires_ms")),
-		RevokedAt: fromMs(num("revoked_ms"))}
+		RevokedAt: fromMs(num("revoked_ms")), RevocationAudited: h["revoke_audited"] == "1"}
 	_ = json.Unmarshal([]byte(h["by"]), &g.By)
 	if h["revoked_by"] != "" {
 		var p aah.Person

@@ -63,8 +63,8 @@ const Shards = 16
 //	<p>:{sNN}:grants:<agent>           zset    the shard's copies of the agent's grants, score = expiry ms;
 //	                                           expires with its latest member
 //	<p>:{grants}:grant:<grant id>      hash    a standing approval: id, agent, action_key, by (JSON), granted_ms,
-//	                                           expires_ms, from_request, comment, revoked_ms, revoked_by (JSON);
-//	                                           PEXPIREAT its expiry (Redis's TIME + the duration)
+//	                                           expires_ms, from_request, comment, revoked_ms, revoked_by (JSON),
+//	                                           revoke_audited; PEXPIREAT its expiry (Redis's TIME + the duration)
 //	<p>:{grants}:live                  zset    live grants of every agent, score = expiry ms
 //	<p>:{grants}:agent:<agent>         zset    the agent's live grants, score = expiry ms
 //	<p>:pace:<channel>                 string  exists while a channel may not be posted to

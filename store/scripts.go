@@ -515,3 +515,13 @@ redis.call('SET', KEYS[1], '-')
 redis.call('PEXPIREAT', KEYS[1], ARGV[2])
 return 1
 `)
+
+// markRevocationAudited marks a revoked grant's revocation audited, if the
+// grant still exists (an HSET on a key gone would create one without TTL).
+//
+//	KEYS[1] -> <p>:{grants}:grant:<id>
+var markRevocationAudited = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'revoked_ms') == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'revoke_audited', '1')
+return 1
+`)

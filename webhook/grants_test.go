@@ -3,14 +3,18 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/approval"
+	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/webhook"
 )
 
@@ -82,6 +86,10 @@ func TestGrantsThroughTheAPI(t *testing.T) {
 		{"no duration", tokenAlice, `{"decision_id":"scale"}`, 400, "duration", ""},
 		{"not a duration", tokenAlice, `{"decision_id":"scale","duration":"soon"}`, 400, "duration", ""},
 		{"over the maximum", tokenAlice, `{"decision_id":"scale","duration":"2h"}`, 400, "duration", approval.RuleInvalid},
+		{"negative", tokenAlice, `{"decision_id":"scale","duration":"-5m"}`, 400, "duration", approval.RuleInvalid},
+		{"zero", tokenAlice, `{"decision_id":"scale","duration":"0s"}`, 400, "duration", approval.RuleInvalid},
+		{"under a millisecond", tokenAlice, `{"decision_id":"scale","duration":"500us"}`, 400, "duration", approval.RuleInvalid},
+		{"a second", tokenAlice, `{"decision_id":"scale","duration":"1s"}`, 400, "duration", approval.RuleInvalid},
 		{"no decision", tokenAlice, `{"duration":"1h"}`, 400, "decision_id", ""},
 		{"an unknown field", tokenAlice, `{"decision_id":"scale","duration":"1h","forever":true}`, 400, "", ""},
 		{"an unknown decision", tokenAlice, `{"decision_id":"nope","duration":"1h"}`, 404, "", approval.RuleInvalid},
@@ -252,5 +260,34 @@ func TestGrantRevokeRacesIntakesOverHTTP(t *testing.T) {
 	}
 	if before == 0 || after == 0 {
 		t.Errorf("%d intakes before the revoke, %d after; want both", before, after)
+	}
+}
+
+// failingGrants is the store, whose grants cannot be created.
+type failingGrants struct{ *store.Store }
+
+func (failingGrants) CreateGrant(context.Context, store.NewGrant) (store.Grant, error) {
+	return store.Grant{}, errors.New("boom")
+}
+
+// A grant that fails once the approval is recorded answers an error that
+// says the decision was approved (it was), not that nothing changed.
+func TestGrantFailingAfterTheApproval(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	reviewers, err := webhook.ParseReviewerTokens("U0ALICE:" + tokenAlice)
+	mustNil(t, err)
+	core := approval.New(e.st, approval.Options{Now: e.now,
+		Grants: approval.StandingApprovals{Store: failingGrants{e.st}, Max: time.Hour}})
+	a := e.api(func(o *webhook.Options) { o.Lifecycle, o.Decisions, o.Reviewers = core, core, reviewers })
+	if r := a.submit(tokenPM, scaleRequest(t, "origin-1")); r.Status != http.StatusAccepted {
+		t.Fatalf("intake = %d %s", r.Status, r.Body)
+	}
+	r := a.send("/v1/requests/origin-1/grant", tokenAlice, `{"decision_id":"scale","duration":"1h"}`)
+	if r.Status != http.StatusInternalServerError || !strings.Contains(string(r.Body), "the decision was approved") {
+		t.Errorf("grant = %d %s; want 500 saying the decision was approved", r.Status, r.Body)
+	}
+	if rec, err := e.st.Get(context.Background(), "origin-1"); err != nil || rec.Status != aah.StatusResolved {
+		t.Errorf("origin: %s, %v; want resolved (the approval stands)", rec.Status, err)
 	}
 }
