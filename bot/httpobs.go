@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"github.com/approvalbot/approvalbot/webhook"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -91,7 +92,9 @@ func observeHTTP(m *httpMetrics, log *slog.Logger, next http.Handler) http.Handl
 // routeOf is the route label of a mux pattern: "GET /v1/requests/{id}"
 // becomes "/v1/requests/{id}" (the method is a label of its own).
 func routeOf(pattern string) string {
-	if pattern == "" {
+	// "/v1/" is the API's catch-all, which answers paths and methods no
+	// endpoint takes with a 404 or 405 problem: no route was matched.
+	if pattern == "" || pattern == webhook.CatchAllPattern {
 		return routeUnmatched
 	}
 	if _, path, ok := strings.Cut(pattern, " "); ok {

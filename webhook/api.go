@@ -159,7 +159,7 @@ func (a *API) Register(mux *http.ServeMux) { a.register(mux) }
 // unknown /v1 paths and methods (unknownRoute).
 func (a *API) register(to router) {
 	mux := &routeTable{router: to}
-	defer to.HandleFunc("/v1/", mux.unknown)
+	defer to.HandleFunc(CatchAllPattern, mux.unknown)
 	mux.HandleFunc("GET /openapi.json", openAPIDoc.serve)
 	mux.HandleFunc("GET /schemas/{name}", serveSchema)
 	mux.HandleFunc("POST /v1/requests", a.authenticated(a.bounded(a.create)))

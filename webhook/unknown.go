@@ -6,6 +6,10 @@ import (
 	"strings"
 )
 
+// CatchAllPattern is the mux pattern of unknown (the API's catch-all): a
+// request it answers matched no endpoint (metrics count it "unmatched").
+const CatchAllPattern = "/v1/"
+
 // routeTable registers routes and remembers their patterns, so that the
 // catch-all of /v1 can tell a method the path does not take (405, with
 // Allow) from a path that is no endpoint (404), each answered as every API
