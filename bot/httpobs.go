@@ -15,7 +15,7 @@ import (
 // HTTP metrics and the access log. Every request the service serves is
 // counted and timed by route, the pattern of the mux that matched it
 // ("/v1/requests/{id}"), never by its path: a label per request id would
-// grow without bound. Every API request (/v1/, /slack/) gets one access
+// grow without bound. Every API request (/v1/, /slack/, /mcp) gets one access
 // log line at INFO, the probes and everything else one at DEBUG.
 
 // RequestIDHeader carries the HTTP request id: the client's when it sends a
@@ -71,7 +71,7 @@ func observeHTTP(m *httpMetrics, log *slog.Logger, next http.Handler) http.Handl
 		m.duration.WithLabelValues(route, method).Observe(took.Seconds())
 
 		level := slog.LevelDebug
-		if strings.HasPrefix(route, "/v1/") || strings.HasPrefix(route, "/slack/") {
+		if strings.HasPrefix(route, "/v1/") || strings.HasPrefix(route, "/slack/") || route == "/mcp" {
 			level = slog.LevelInfo
 		}
 		if !log.Enabled(r.Context(), level) {

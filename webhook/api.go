@@ -186,6 +186,13 @@ func (a *API) bounded(h agentHandler) agentHandler {
 
 type agentHandler func(w http.ResponseWriter, r *http.Request, agent string)
 
+// Authenticated wraps h in the API's agent authentication, for endpoints
+// beside /v1 that take the same intake tokens (the MCP endpoint, /mcp): a
+// request without a valid token is answered 401 as /v1 answers it.
+func (a *API) Authenticated(h func(w http.ResponseWriter, r *http.Request, agent string)) http.Handler {
+	return a.authenticated(h)
+}
+
 func (a *API) authenticated(h agentHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		agent, err := a.opts.Tokens.agentFor(r, a.opts.AllowAnonymous)
