@@ -1,6 +1,7 @@
 package aah
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"net"
@@ -51,14 +52,6 @@ func IsEmail(s string) bool { return looksLikeEmail(s) }
 func looksLikeEmail(s string) bool {
 	a, err := mail.ParseAddress(s)
 	return err == nil && a.Address == s && a.Name == ""
-}
-
-func knownPriority(p string) bool {
-	switch p {
-	case "low", "normal", "medium", "high", "urgent", "critical":
-		return true
-	}
-	return false
 }
 
 // checkCallbackURL checks the syntax of handoff.response_url. Whether the
@@ -130,8 +123,11 @@ func (p *parser) options(n node, d *Decision) {
 	on := n.field("options")
 	isChoice := d.Type == TypeChoice || d.Type == TypeMultiChoice
 	if !isChoice {
-		if !on.absent() {
-			p.fail(on, "only choice and multi_choice decisions take options")
+		// An empty list says "no options" as well as null does; options
+		// given to another type would be shown nowhere, so they are refused
+		// rather than silently dropped.
+		if items := p.array(on); len(items) > 0 {
+			p.fail(on, "only choice and multi_choice decisions take options (an empty list or null is accepted)")
 		}
 		return
 	}
@@ -169,13 +165,25 @@ func (p *parser) constraints(n node, d *Decision) {
 		p.dateConstraints(cn, d)
 		return
 	}
+	if d.Type == TypeApproval || d.Type == TypeChoice {
+		// The spec defines constraints for text and number; an approval's
+		// yes/no and a choice's single pick have nothing they could bound,
+		// so constraints are accepted and ignored (their shape is checked,
+		// as the schema does).
+		for _, name := range []string{"min", "max"} {
+			switch bn := cn.field(name); bn.v.(type) {
+			case nil, string, json.Number:
+			default:
+				p.fail(bn, "must be a number or a string, got %s", typeName(bn.v))
+			}
+		}
+		p.str(cn.field("pattern"), false)
+		return
+	}
 	c := &d.Constraints
 	c.Min, c.Max = p.number(cn.field("min")), p.number(cn.field("max"))
 	c.Pattern = p.str(cn.field("pattern"), false)
 	switch d.Type {
-	case TypeApproval, TypeChoice:
-		p.fail(cn, "a %s decision takes no constraints (they apply to text, number, multi_choice and date)", d.Type)
-		return
 	case TypeNumber:
 		if !cn.field("pattern").absent() {
 			p.fail(cn.field("pattern"), "only text decisions take a pattern")
@@ -274,6 +282,8 @@ func (p *parser) defaultValue(n node, d Decision) any {
 		if _, isString := n.v.(string); isString {
 			if err := CheckDate(d, s); err != nil {
 				p.fail(n, "%v", err)
+			} else if !p.opts.Stored && !isDateValueForm(s) {
+				p.fail(n, dateFormMessage)
 			}
 		}
 		v = s

@@ -197,15 +197,17 @@ func (p *parser) number(n node) *float64 {
 	return &f
 }
 
-// timestamp parses an ISO 8601 date-time with a zone (RFC 3339).
+// timestamp parses an ISO 8601 date-time with a zone, as RFC 3339 writes it.
 func (p *parser) timestamp(n node) time.Time {
 	s := p.str(n, false)
 	if s == "" {
 		return time.Time{}
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		p.fail(n, "must be an ISO 8601 date-time with a time zone, e.g. 2026-02-17T17:00:00Z")
+	// A stored document was checked when it came in, perhaps before the
+	// stricter form was: it still reads.
+	if err != nil || (!p.opts.Stored && !IsRFC3339(s)) {
+		p.fail(n, "must be an ISO 8601 date-time with a time zone, e.g. 2026-02-17T17:00:00Z, written as RFC 3339 does (two-digit months, days and hours)")
 		return time.Time{}
 	}
 	return t
@@ -414,13 +416,17 @@ func (p *parser) handoff(n node, r *Request) {
 		return
 	}
 	h := &r.Handoff
-	h.TargetRole = p.str(n.field("target_role"), false)
+	tn := n.field("target_role")
+	h.TargetRole = p.str(tn, false)
+	if h.TargetRole != "" && h.TargetRole != TargetRoleHuman && !p.opts.Stored {
+		p.fail(tn, "must be %q: approvalbot hands decisions to people in Slack; got %q", TargetRoleHuman, h.TargetRole)
+	}
 	h.ExpectsResponse = p.boolean(n.field("expects_response"))
 	h.ResponseDeadline = p.futureTimestamp(n.field("response_deadline"))
+	// Any priority is accepted (the spec gives "high" as an example, not a
+	// list); Slack shows low, normal, medium, high, urgent and critical with
+	// a badge and others as text.
 	h.Priority = p.str(n.field("priority"), false)
-	if h.Priority != "" && !knownPriority(h.Priority) {
-		p.fail(n.field("priority"), "must be one of low, normal, medium, high, urgent, critical; got %q", h.Priority)
-	}
 	p.parentArtifactIDs(n.field("parent_artifact_ids"), h)
 	un := n.field("response_url")
 	h.ResponseURL = p.str(un, false)

@@ -18,6 +18,9 @@ const (
 	SchemaResponse       = "aah:decision/response@1.0"
 	MediaTypeRequest     = "application/vnd.aah.decision-request+json"
 	MediaTypeResponse    = "application/vnd.aah.decision-response+json"
+	// TargetRoleHuman is the only handoff.target_role approvalbot takes:
+	// it hands decisions to people.
+	TargetRoleHuman = "human"
 )
 
 // DecisionType is one of the six decision types of spec §2.

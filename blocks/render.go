@@ -163,7 +163,9 @@ func priorityLabel(p string) string {
 	case "critical":
 		return ":rotating_light: *Critical*"
 	}
-	return escape(p) + " priority"
+	// Any other text the agent chose, shortened: it shares a context line.
+	label, _ := fit(p, 100, "…")
+	return label + " priority"
 }
 
 func (r *renderer) statusBanner() string {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/approvalbot/approvalbot/webhook"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -14,7 +15,7 @@ import (
 // HTTP metrics and the access log. Every request the service serves is
 // counted and timed by route, the pattern of the mux that matched it
 // ("/v1/requests/{id}"), never by its path: a label per request id would
-// grow without bound. Every API request (/v1/, /slack/) gets one access
+// grow without bound. Every API request (/v1/, /slack/, /mcp) gets one access
 // log line at INFO, the probes and everything else one at DEBUG.
 
 // RequestIDHeader carries the HTTP request id: the client's when it sends a
@@ -70,7 +71,7 @@ func observeHTTP(m *httpMetrics, log *slog.Logger, next http.Handler) http.Handl
 		m.duration.WithLabelValues(route, method).Observe(took.Seconds())
 
 		level := slog.LevelDebug
-		if strings.HasPrefix(route, "/v1/") || strings.HasPrefix(route, "/slack/") {
+		if strings.HasPrefix(route, "/v1/") || strings.HasPrefix(route, "/slack/") || route == "/mcp" {
 			level = slog.LevelInfo
 		}
 		if !log.Enabled(r.Context(), level) {
@@ -91,7 +92,9 @@ func observeHTTP(m *httpMetrics, log *slog.Logger, next http.Handler) http.Handl
 // routeOf is the route label of a mux pattern: "GET /v1/requests/{id}"
 // becomes "/v1/requests/{id}" (the method is a label of its own).
 func routeOf(pattern string) string {
-	if pattern == "" {
+	// "/v1/" is the API's catch-all, which answers paths and methods no
+	// endpoint takes with a 404 or 405 problem: no route was matched.
+	if pattern == "" || pattern == webhook.CatchAllPattern {
 		return routeUnmatched
 	}
 	if _, path, ok := strings.Cut(pattern, " "); ok {

@@ -19,6 +19,7 @@ import (
 	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/handlers"
 	"github.com/approvalbot/approvalbot/jobs"
+	"github.com/approvalbot/approvalbot/mcpserver"
 	"github.com/approvalbot/approvalbot/slackout"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/webhook"
@@ -99,6 +100,8 @@ type Service struct {
 	stopChanges context.CancelFunc
 	// drain turns /readyz unready when Run begins shutting down.
 	drain *drainState
+	// mcp is the MCP endpoint (/mcp); Close ends its tools' waits.
+	mcp *mcpserver.HTTPHandler
 }
 
 // NewService builds the service from its dependencies.
@@ -235,9 +238,18 @@ func NewService(d Deps) (*Service, error) {
 	if d.Sandbox != nil {
 		mux.Handle("/sandbox/", http.StripPrefix("/sandbox", d.Sandbox))
 	}
+	// The MCP endpoint: its tools call this service's own /v1 in memory
+	// with the caller's token (mcpserver), so /v1's rules all apply.
+	var self http.Handler
+	mcp := mcpserver.Handler(mcpserver.HTTPOptions{
+		Bot: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { self.ServeHTTP(w, r) }), Authenticate: api.Authenticated,
+		LocalhostProtection: cfg.LocalMode() && cfg.Tokens().Len() == 0, Version: ReadBuildInfo().Version,
+		Logger: d.Logger.With("component", "mcp")})
+	mux.Handle("/mcp", mcp)
 	observed := observeHTTP(newHTTPMetrics(d.Registry), d.Logger.With("component", "http"), recoverPanics(d.Logger, mux))
+	self = observed
 	svc := &Service{deps: d, runner: runner, async: async, handler: observed, socket: socket,
-		auth: auth, stopChanges: stopChanges, drain: drain}
+		auth: auth, stopChanges: stopChanges, drain: drain, mcp: mcp}
 	if d.Sandbox != nil {
 		d.Sandbox.Attach(svc.handler)
 	}
@@ -246,10 +258,14 @@ func NewService(d Deps) (*Service, error) {
 
 // Close releases long polls (they answer with the current state) and ends
 // the event streams (clients resume with Last-Event-ID, here or on another
-// replica) so the HTTP server can shut down without waiting for them; Run
+// replica), and ends the MCP tools' waits (they return the request as it
+// stands), so the HTTP server can shut down without waiting for them; Run
 // calls it before the HTTP shutdown. Callers that serve Handler themselves
 // call it likewise.
-func (s *Service) Close() { s.stopChanges() }
+func (s *Service) Close() {
+	s.mcp.Close()
+	s.stopChanges()
+}
 
 // Handler is the service's HTTP handler.
 func (s *Service) Handler() http.Handler { return s.handler }
@@ -348,7 +364,7 @@ func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 					panic(v)
 				}
 				log.ErrorContext(r.Context(), "handler panicked", "method", r.Method, "path", r.URL.Path, "panic", v)
-				http.Error(w, `{"error":"internal error"}`, http.StatusInternalServerError)
+				webhook.WriteInternalError(w, r)
 			}
 		}()
 		next.ServeHTTP(w, r)

@@ -116,11 +116,25 @@ func apiError(res result) *APIError {
 		limit = body.Limit.Name
 	}
 	if body.Type != "" && body.Type != "about:blank" {
-		typ = path.Base(strings.TrimRight(body.Type, "/"))
+		typ = problemCode(body.Type)
 	}
 	e.Code = cmp.Or(body.Code, body.Rule, limit, typ, statusCodes[e.Status])
 	if res.header != nil {
 		e.RetryAfter, _ = retryAfter(res.header.Get("Retry-After"), time.Now())
 	}
 	return e
+}
+
+// problemCode names a problem type for programs: the bot's types are
+// anchors of its API documentation (".../docs/api.md#problem-not-found"),
+// named here as the statuses are ("not_found"); another URI's last path
+// segment is its name.
+func problemCode(typ string) string {
+	if _, frag, ok := strings.Cut(typ, "#"); ok {
+		if name, ok := strings.CutPrefix(frag, "problem-"); ok {
+			return strings.ReplaceAll(name, "-", "_")
+		}
+		return frag
+	}
+	return path.Base(strings.TrimRight(typ, "/"))
 }

@@ -261,23 +261,31 @@ func RequireApproval(ctx context.Context, c *Client, action Action, opts *GateOp
 	if err != nil {
 		return Verdict{}, err
 	}
+	if req.ID == "" {
+		// Fixed before the first attempt, so that a gate cancelled while
+		// its submission was in flight can still withdraw what the bot
+		// may have stored.
+		req.ID = NewID()
+	}
 	sub, err := c.Submit(ctx, req)
-	if err != nil {
-		return Verdict{}, err
-	}
-	view := sub.View
-	if view == nil || view.Open() {
-		view, err = c.Wait(ctx, sub.ID)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			_, _ = c.Withdraw(wctx, sub.ID)
+	if err == nil {
+		view := sub.View
+		if view == nil || view.Open() {
+			view, err = c.Wait(ctx, sub.ID)
 		}
-		return Verdict{}, err
+		if err == nil {
+			return VerdictOf(view, action.Parameters)
+		}
 	}
-	return VerdictOf(view, action.Parameters)
+	if ctx.Err() != nil {
+		// Nobody waits for the verdict any more: reviewers must not be
+		// left a request whose agent has gone (a 404 for one never
+		// stored is fine).
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_, _ = c.Withdraw(wctx, req.ID)
+	}
+	return Verdict{}, err
 }
 
 // VerdictOf reads a closed gate request's verdict; proposed are the

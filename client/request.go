@@ -34,8 +34,8 @@ type Request struct {
 	// ResponseURL is handoff.response_url: where the signed decision
 	// response is POSTed (see CallbackHandler); empty: poll with Wait.
 	ResponseURL string
-	// Priority is handoff.priority (low, normal, medium, high, urgent,
-	// critical).
+	// Priority is handoff.priority: any text; low, normal, medium, high,
+	// urgent and critical are shown with a badge in Slack.
 	Priority string
 	// ParentArtifactIDs is handoff.parent_artifact_ids: requests this one
 	// follows up (e.g. one a reviewer deferred).

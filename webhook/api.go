@@ -152,7 +152,16 @@ func New(opts Options) (*API, error) {
 // Register mounts the API's routes on mux. Each request's Redis work has
 // a deadline of StoreTimeout (bounded); GET bounds each of its reads
 // instead, since a long poll waits longer than one.
-func (a *API) Register(mux *http.ServeMux) {
+func (a *API) Register(mux *http.ServeMux) { a.register(mux) }
+
+// register mounts the routes on mux (Register; Routes in tests). The
+// OpenAPI document describes every one of them but the catch-all of
+// unknown /v1 paths and methods (unknownRoute).
+func (a *API) register(to router) {
+	mux := &routeTable{router: to}
+	defer to.HandleFunc(CatchAllPattern, mux.unknown)
+	mux.HandleFunc("GET /openapi.json", openAPIDoc.serve)
+	mux.HandleFunc("GET /schemas/{name}", serveSchema)
 	mux.HandleFunc("POST /v1/requests", a.authenticated(a.bounded(a.create)))
 	mux.HandleFunc("GET /v1/requests", a.authenticated(a.bounded(a.list)))
 	mux.HandleFunc("GET /v1/requests/{id}", a.authenticated(a.get))
@@ -177,6 +186,13 @@ func (a *API) bounded(h agentHandler) agentHandler {
 
 type agentHandler func(w http.ResponseWriter, r *http.Request, agent string)
 
+// Authenticated wraps h in the API's agent authentication, for endpoints
+// beside /v1 that take the same intake tokens (the MCP endpoint, /mcp): a
+// request without a valid token is answered 401 as /v1 answers it.
+func (a *API) Authenticated(h func(w http.ResponseWriter, r *http.Request, agent string)) http.Handler {
+	return a.authenticated(h)
+}
+
 func (a *API) authenticated(h agentHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		agent, err := a.opts.Tokens.agentFor(r, a.opts.AllowAnonymous)
@@ -185,7 +201,7 @@ func (a *API) authenticated(h agentHandler) http.HandlerFunc {
 				a.opts.Metrics.intake("unauthorized")
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="approvalbot"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized: "+err.Error())
+			writeError(w, r, http.StatusUnauthorized, "unauthorized: "+err.Error())
 			return
 		}
 		h(w, r, agent)
@@ -204,13 +220,13 @@ func (a *API) owned(w http.ResponseWriter, r *http.Request, agent string) (store
 	rec, err := a.opts.Store.Get(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusNotFound, notFound(r.PathValue("id")))
+		writeError(w, r, http.StatusNotFound, notFound(r.PathValue("id")))
 		return store.Record{}, false
 	case err != nil:
 		a.failed(w, r, "get request", err)
 		return store.Record{}, false
 	case rec.Agent != agent:
-		writeError(w, http.StatusForbidden, "request "+quote(rec.ID)+" belongs to another agent")
+		writeError(w, r, http.StatusForbidden, "request "+quote(rec.ID)+" belongs to another agent")
 		return store.Record{}, false
 	}
 	return rec, true
@@ -275,11 +291,11 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request, agent string) {
 	rec, err := a.opts.Store.Redeliver(r.Context(), rec.ID, "agent:"+agent)
 	switch {
 	case errors.Is(err, store.ErrNothingToDeliver):
-		writeError(w, http.StatusConflict, "request "+quote(r.PathValue("id"))+" has no decision to deliver: "+
+		writeError(w, r, http.StatusConflict, "request "+quote(r.PathValue("id"))+" has no decision to deliver: "+
 			"it is not resolved yet, or it has no handoff.response_url (poll GET instead)")
 		return
 	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusNotFound, notFound(r.PathValue("id")))
+		writeError(w, r, http.StatusNotFound, notFound(r.PathValue("id")))
 		return
 	case err != nil:
 		a.failed(w, r, "redeliver", err)
@@ -311,7 +327,7 @@ func (a *API) audit(w http.ResponseWriter, r *http.Request, agent string) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		// Deleted by the retention sweep since owned read it.
-		writeError(w, http.StatusNotFound, notFound(rec.ID))
+		writeError(w, r, http.StatusNotFound, notFound(rec.ID))
 		return
 	case err != nil:
 		a.failed(w, r, "read audit", err)
@@ -341,10 +357,10 @@ func (a *API) withdraw(w http.ResponseWriter, r *http.Request, agent string) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		// Deleted by the retention sweep since owned read it.
-		writeError(w, http.StatusNotFound, notFound(r.PathValue("id")))
+		writeError(w, r, http.StatusNotFound, notFound(r.PathValue("id")))
 		return
 	case errors.Is(err, store.ErrNotOpen):
-		writeError(w, http.StatusConflict, "request "+quote(rec.ID)+" is already "+string(rec.Status)+" and cannot be withdrawn")
+		writeError(w, r, http.StatusConflict, "request "+quote(rec.ID)+" is already "+string(rec.Status)+" and cannot be withdrawn")
 		return
 	case store.Unavailable(err):
 		a.unavailable(w, r, "withdraw request", err, "the withdrawal could not be confirmed: the store (Redis) did not answer in time. "+
@@ -373,7 +389,7 @@ func (a *API) failed(w http.ResponseWriter, r *http.Request, op string, err erro
 		return
 	}
 	a.log.ErrorContext(r.Context(), "api: "+op+" failed", "err", err)
-	writeError(w, http.StatusInternalServerError, "internal error; the request was not changed")
+	writeError(w, r, http.StatusInternalServerError, "internal error; the request was not changed")
 }
 
 // unavailable is 503 with Retry-After: Redis did not answer within the
@@ -382,7 +398,7 @@ func (a *API) failed(w http.ResponseWriter, r *http.Request, op string, err erro
 func (a *API) unavailable(w http.ResponseWriter, r *http.Request, op string, err error, msg string) {
 	a.log.WarnContext(r.Context(), "api: "+op+": store unavailable", "err", err)
 	w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
-	writeError(w, http.StatusServiceUnavailable, "store unavailable: "+msg)
+	writeError(w, r, http.StatusServiceUnavailable, "store unavailable: "+msg)
 }
 
 func quote(s string) string {

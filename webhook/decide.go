@@ -44,7 +44,7 @@ const (
 const maxDecisionBody = 64 << 10
 
 // registerDecisions mounts the decision endpoints (without Decisions, none).
-func (a *API) registerDecisions(mux *http.ServeMux) {
+func (a *API) registerDecisions(mux router) {
 	if a.opts.Decisions == nil {
 		return
 	}
@@ -90,7 +90,7 @@ func (a *API) decider(action string, h decideFunc) http.HandlerFunc {
 		out, probs, err := h(ctx, id, by, body)
 		if len(probs) > 0 {
 			a.opts.Metrics.decision(action, "invalid")
-			writeError(w, http.StatusBadRequest, "invalid "+action+": "+probs[0].Message, probs...)
+			writeError(w, r, http.StatusBadRequest, "invalid "+action+": "+probs[0].Message, probs...)
 			return
 		}
 		var refusal *approval.Refusal
@@ -99,11 +99,11 @@ func (a *API) decider(action string, h decideFunc) http.HandlerFunc {
 			a.opts.Metrics.decision(action, "refused")
 			a.log.InfoContext(ctx, "api decision refused", "action", action, "request_id", id,
 				"user", by.ID, "agent", by.Agent, "rule", refusal.Rule)
-			writeRefusal(w, action, refusal)
+			writeRefusal(w, r, action, refusal)
 			return
 		case errors.Is(err, store.ErrNotFound):
 			a.opts.Metrics.decision(action, "not_found")
-			writeError(w, http.StatusNotFound, notFound(id))
+			writeError(w, r, http.StatusNotFound, notFound(id))
 			return
 		case err != nil:
 			result := "error"
@@ -157,14 +157,14 @@ func (a *API) deciderOf(w http.ResponseWriter, r *http.Request) (aah.Person, boo
 	}
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="approvalbot"`)
-		writeError(w, http.StatusUnauthorized, "unauthorized: "+err.Error())
+		writeError(w, r, http.StatusUnauthorized, "unauthorized: "+err.Error())
 		return aah.Person{}, false
 	}
 	as := a.opts.AgentApprovers[agent]
 	if as == "" {
-		writeJSON(w, http.StatusForbidden, refusalBody{Error: "agent " + quote(agent) + " may not decide requests: " +
+		writeRefused(w, r, http.StatusForbidden, "agent "+quote(agent)+" may not decide requests: "+
 			"a reviewer's token (REVIEWER_TOKENS) decides, or the operator grants the agent approval in AGENT_APPROVERS",
-			Rule: approval.RuleReviewer})
+			approval.RuleReviewer)
 		return aah.Person{}, false
 	}
 	return aah.Person{ID: as, Name: agent, Agent: agent, Via: aah.ViaAPI}, true
@@ -177,10 +177,10 @@ func readDecisionBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, 
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge, "the body exceeds 64 KiB")
+		writeError(w, r, http.StatusRequestEntityTooLarge, "the body exceeds 64 KiB")
 		return nil, false
 	case err != nil && !errors.Is(err, io.EOF):
-		writeError(w, http.StatusBadRequest, "the body is not JSON: "+err.Error())
+		writeError(w, r, http.StatusBadRequest, "the body is not JSON: "+err.Error())
 		return nil, false
 	case len(body) == 0:
 		body = json.RawMessage("{}")
@@ -191,7 +191,7 @@ func readDecisionBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, 
 	var bad *aah.ValidationError
 	if err := aah.CheckUnicode(body); errors.As(err, &bad) && len(bad.Problems) > 0 {
 		p := bad.Problems[0]
-		writeError(w, http.StatusBadRequest, "invalid body: "+p.Field+" "+p.Message, bad.Problems...)
+		writeError(w, r, http.StatusBadRequest, "invalid body: "+p.Field+" "+p.Message, bad.Problems...)
 		return nil, false
 	}
 	return body, true
@@ -329,21 +329,13 @@ func (a *API) reject(ctx context.Context, id string, by aah.Person, body json.Ra
 	return out, nil, err
 }
 
-// refusalBody is a refused decision: the same reason a Slack click is
-// given, the rule that refused it, and the field it is about.
-type refusalBody struct {
-	Error   string           `json:"error"`
-	Rule    string           `json:"rule"`
-	Details []aah.FieldError `json:"details,omitempty"`
-}
-
 // writeRefusal answers a refused decision: 409 when the request is closed
 // (or Submit finds required decisions unanswered, or the request does not
 // accept the verb), 403 when the person may
 // not decide it, 404 for a decision the request does not have, 400 for a
 // value or comment the decision does not take. Nothing was changed; the
 // refusal is audited (click_refused).
-func writeRefusal(w http.ResponseWriter, action string, r *approval.Refusal) {
+func writeRefusal(w http.ResponseWriter, req *http.Request, action string, r *approval.Refusal) {
 	status, field := http.StatusBadRequest, r.Field
 	switch {
 	case r.Rule == approval.RuleClosed || r.Field == approval.FieldRequired || r.Rule == approval.RuleVerb:
@@ -359,9 +351,9 @@ func writeRefusal(w http.ResponseWriter, action string, r *approval.Refusal) {
 	default:
 		field = verbField(action, field)
 	}
-	body := refusalBody{Error: r.Reason, Rule: r.Rule}
+	var details []aah.FieldError
 	if field != "" {
-		body.Details = []aah.FieldError{{Field: field, Message: r.Reason}}
+		details = []aah.FieldError{{Field: field, Message: r.Reason}}
 	}
-	writeJSON(w, status, body)
+	writeRefused(w, req, status, r.Reason, r.Rule, details...)
 }

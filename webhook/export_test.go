@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/approvalbot/approvalbot/store"
@@ -20,4 +21,18 @@ func NextAttemptAfter429(wait time.Duration, start time.Time, took time.Duration
 	var a store.DeliveryAttempt
 	d.settle(attemptResult{at: start, duration: took, status: 429, retryAfter: retryAfter}, 1, &a)
 	return *a.NextAttemptAt
+}
+
+// routes records the patterns registered.
+type routes []string
+
+func (r *routes) HandleFunc(pattern string, _ func(http.ResponseWriter, *http.Request)) {
+	*r = append(*r, pattern)
+}
+
+// Routes are the patterns a.Register mounts.
+func Routes(a *API) []string {
+	var r routes
+	a.register(&r)
+	return r
 }

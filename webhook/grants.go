@@ -35,7 +35,7 @@ const ActionGrant = "grant"
 
 // registerGrants mounts the standing-approval endpoints (without Grants,
 // none).
-func (a *API) registerGrants(mux *http.ServeMux) {
+func (a *API) registerGrants(mux router) {
 	if a.opts.Grants == nil {
 		a.opts.Grants, _ = a.opts.Decisions.(Grants)
 	}
@@ -60,7 +60,7 @@ func (a *API) listGrants(w http.ResponseWriter, r *http.Request) {
 		var err error
 		if agent, err = a.opts.Tokens.agentFor(r, a.opts.AllowAnonymous); err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="approvalbot"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized: "+err.Error())
+			writeError(w, r, http.StatusUnauthorized, "unauthorized: "+err.Error())
 			return
 		}
 	}
@@ -85,11 +85,11 @@ func (a *API) revokeGrant(w http.ResponseWriter, r *http.Request) {
 	if user == "" {
 		if _, err := a.opts.Tokens.agentFor(r, a.opts.AllowAnonymous); err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="approvalbot"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized: "+err.Error())
+			writeError(w, r, http.StatusUnauthorized, "unauthorized: "+err.Error())
 			return
 		}
-		writeJSON(w, http.StatusForbidden, refusalBody{Error: "an agent may not revoke standing approvals: " +
-			"the reviewer token (REVIEWER_TOKENS) of the person who granted it, or of an admin, does", Rule: approval.RuleGranter})
+		writeRefused(w, r, http.StatusForbidden, "an agent may not revoke standing approvals: "+
+			"the reviewer token (REVIEWER_TOKENS) of the person who granted it, or of an admin, does", approval.RuleGranter)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), a.opts.StoreTimeout)
@@ -99,9 +99,9 @@ func (a *API) revokeGrant(w http.ResponseWriter, r *http.Request) {
 	var refusal *approval.Refusal
 	switch {
 	case errors.As(err, &refusal):
-		writeJSON(w, http.StatusForbidden, refusalBody{Error: refusal.Reason, Rule: refusal.Rule})
+		writeRefused(w, r, http.StatusForbidden, refusal.Reason, refusal.Rule)
 	case errors.Is(err, store.ErrGrantNotFound):
-		writeError(w, http.StatusNotFound, "no standing approval with id "+quote(id)+": it was never granted, or it expired")
+		writeError(w, r, http.StatusNotFound, "no standing approval with id "+quote(id)+": it was never granted, or it expired")
 	case err != nil:
 		a.failed(w, r.WithContext(ctx), "revoke standing approval", err)
 	default:
@@ -159,7 +159,7 @@ func (a *API) grant(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(probs) > 0 {
 		a.opts.Metrics.decision(ActionGrant, "invalid")
-		writeError(w, http.StatusBadRequest, "invalid grant: "+probs[0].Field+" "+probs[0].Message, probs...)
+		writeError(w, r, http.StatusBadRequest, "invalid grant: "+probs[0].Field+" "+probs[0].Message, probs...)
 		return
 	}
 	id := r.PathValue("id")
@@ -168,11 +168,11 @@ func (a *API) grant(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.As(err, &refusal):
 		a.opts.Metrics.decision(ActionGrant, "refused")
-		writeGrantRefusal(w, refusal)
+		writeGrantRefusal(w, r, refusal)
 		return
 	case errors.Is(err, store.ErrNotFound):
 		a.opts.Metrics.decision(ActionGrant, "not_found")
-		writeError(w, http.StatusNotFound, notFound(id))
+		writeError(w, r, http.StatusNotFound, notFound(id))
 		return
 	case err != nil && out.Changed:
 		// The approval is recorded (its response and delivery too); only
@@ -188,7 +188,7 @@ func (a *API) grant(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusServiceUnavailable
 			w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
 		}
-		writeError(w, status, "the decision was approved, but the standing approval could not be created; "+
+		writeError(w, r, status, "the decision was approved, but the standing approval could not be created; "+
 			"nothing covers similar requests")
 		return
 	case err != nil:
@@ -212,7 +212,7 @@ func (a *API) grant(w http.ResponseWriter, r *http.Request) {
 // granted (several sign-offs, irreversible, critical, no action key), 400
 // for a duration or comment out of bounds; the decision endpoints' codes
 // otherwise.
-func writeGrantRefusal(w http.ResponseWriter, r *approval.Refusal) {
+func writeGrantRefusal(w http.ResponseWriter, req *http.Request, r *approval.Refusal) {
 	status := 0
 	switch r.Rule {
 	case approval.RuleGranter, approval.RuleGrantsOff:
@@ -222,12 +222,11 @@ func writeGrantRefusal(w http.ResponseWriter, r *approval.Refusal) {
 	}
 	if status == 0 {
 		if r.Field == "duration" {
-			writeJSON(w, http.StatusBadRequest, refusalBody{Error: r.Reason, Rule: r.Rule,
-				Details: []aah.FieldError{{Field: "duration", Message: r.Reason}}})
+			writeRefused(w, req, http.StatusBadRequest, r.Reason, r.Rule, aah.FieldError{Field: "duration", Message: r.Reason})
 			return
 		}
-		writeRefusal(w, ActionGrant, r)
+		writeRefusal(w, req, ActionGrant, r)
 		return
 	}
-	writeJSON(w, status, refusalBody{Error: r.Reason, Rule: r.Rule})
+	writeRefused(w, req, status, r.Reason, r.Rule)
 }

@@ -44,7 +44,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 	ctx := r.Context()
 	if !isJSON(r.Header.Get("Content-Type")) {
 		a.opts.Metrics.intake("unsupported_media_type")
-		writeError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+		writeError(w, r, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 		return
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.opts.MaxBodyBytes))
@@ -52,18 +52,18 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			a.opts.Metrics.intake("too_large")
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body exceeds %d bytes", a.opts.MaxBodyBytes))
+			writeError(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("body exceeds %d bytes", a.opts.MaxBodyBytes))
 			return
 		}
 		a.opts.Metrics.intake("bad_body")
-		writeError(w, http.StatusBadRequest, "could not read the body: "+err.Error())
+		writeError(w, r, http.StatusBadRequest, "could not read the body: "+err.Error())
 		return
 	}
 	req, doc, hash, probs := a.validate(raw, agent)
 	if len(probs) > 0 {
 		a.opts.Metrics.intake("invalid")
 		a.log.InfoContext(ctx, "intake: request rejected", "agent", agent, "problems", len(probs), "first_field", probs[0].Field)
-		writeError(w, http.StatusBadRequest, invalidMessage(probs), probs...)
+		writeError(w, r, http.StatusBadRequest, invalidMessage(probs), probs...)
 		return
 	}
 	var rec store.Record
@@ -103,7 +103,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		a.opts.Metrics.intake("conflict")
-		writeError(w, http.StatusConflict, "a different request with id "+quote(req.Artifact.ID)+" already exists; "+
+		writeError(w, r, http.StatusConflict, "a different request with id "+quote(req.Artifact.ID)+" already exists; "+
 			"resubmit the identical body to retry, or use a new artifact.id")
 		return
 	case store.Unavailable(err):

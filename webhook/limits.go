@@ -197,7 +197,7 @@ func (a *API) withinLimits(ctx context.Context, w http.ResponseWriter, r *http.R
 		a.opts.Metrics.intake("rate_limited")
 		a.log.DebugContext(ctx, "intake: request refused by the rate limit", "agent", agent, "rate", FormatRate(rate), "retry_after_s", secs)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		writeJSON(w, http.StatusTooManyRequests, errorBody{
+		writeProblem(w, r, http.StatusTooManyRequests, "rate-limited", problem{
 			Error: fmt.Sprintf("rate limit exceeded: agent %s may submit %d new requests per %s, %d at once (%s); retry after %d s",
 				quote(agent), rate.Count, unitName(rate.Per), rate.Burst, a.rateSetting(agent), secs),
 			Limit: &limitBody{Name: "rate", Rate: FormatRate(rate), RetryAfter: secs},
@@ -221,7 +221,7 @@ func (a *API) withinLimits(ctx context.Context, w http.ResponseWriter, r *http.R
 	}
 	a.opts.Metrics.intake("too_many_open")
 	a.log.DebugContext(ctx, "intake: request refused by the cap on open requests", "agent", agent, "open", slot.Open, "max", maxOpen)
-	writeJSON(w, http.StatusTooManyRequests, errorBody{
+	writeProblem(w, r, http.StatusTooManyRequests, "too-many-open", problem{
 		Error: fmt.Sprintf("too many open requests: agent %s has %d open, and may have at most %d (%s); "+
 			"submit again once some are resolved, expired or withdrawn", quote(agent), slot.Open, maxOpen, a.maxOpenSetting(agent)),
 		Limit: &limitBody{Name: "open_cap", Max: maxOpen, Open: slot.Open},

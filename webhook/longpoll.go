@@ -27,14 +27,14 @@ func parseLongPoll(w http.ResponseWriter, r *http.Request) (longPoll, bool) {
 	case "change":
 		lp.change = true
 	default:
-		writeError(w, http.StatusBadRequest, "invalid query", aah.FieldError{Field: "until",
+		writeError(w, r, http.StatusBadRequest, "invalid query", aah.FieldError{Field: "until",
 			Message: `must be "close" (the default: wait until the request is resolved, expired or withdrawn) or "change" (any change)`})
 		return lp, false
 	}
 	if s := q.Get("since"); s != "" {
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid query", aah.FieldError{Field: "since",
+			writeError(w, r, http.StatusBadRequest, "invalid query", aah.FieldError{Field: "since",
 				Message: "must be an updated_at this API returned (RFC 3339), e.g. 2025-03-14T15:09:26.5Z"})
 			return lp, false
 		}

@@ -44,5 +44,5 @@ func (a *API) refuseByPolicy(ctx context.Context, w http.ResponseWriter, r *http
 	if len(probs) > 1 {
 		msg = fmt.Sprintf("decision request refused by the workspace's authorization policy: %d problems", len(probs))
 	}
-	writeError(w, http.StatusBadRequest, msg, probs...)
+	writeProblem(w, r, http.StatusBadRequest, "policy", problem{Error: msg, Details: probs})
 }

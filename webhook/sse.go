@@ -153,14 +153,14 @@ func lastEventID(r *http.Request) string {
 	return r.URL.Query().Get("last_event_id")
 }
 
-func badEventID(w http.ResponseWriter, want string) {
-	writeError(w, http.StatusBadRequest, "invalid Last-Event-ID (or last_event_id): want "+want+
+func badEventID(w http.ResponseWriter, r *http.Request, want string) {
+	writeError(w, r, http.StatusBadRequest, "invalid Last-Event-ID (or last_event_id): want "+want+
 		", the id of the last event received on this stream")
 }
 
 // requestEvents is GET /v1/requests/{id}/events.
 func (a *API) requestEvents(w http.ResponseWriter, r *http.Request, agent string) {
-	if !a.eventsEnabled(w) {
+	if !a.eventsEnabled(w, r) {
 		return
 	}
 	id := r.PathValue("id")
@@ -168,7 +168,7 @@ func (a *API) requestEvents(w http.ResponseWriter, r *http.Request, agent string
 	switch {
 	case errors.Is(err, store.ErrNotFound) || err == nil && rec.Agent != agent:
 		// Another agent's request is not said to exist.
-		writeError(w, http.StatusNotFound, notFound(id))
+		writeError(w, r, http.StatusNotFound, notFound(id))
 		return
 	case err != nil:
 		a.failed(w, r, "get request", err)
@@ -182,7 +182,7 @@ func (a *API) requestEvents(w http.ResponseWriter, r *http.Request, agent string
 		} else if store.ValidEventID(v) {
 			s.pos[s.shards[0]] = v
 		} else {
-			badEventID(w, `"<ms>-<seq>"`)
+			badEventID(w, r, `"<ms>-<seq>"`)
 			return
 		}
 	}
@@ -191,7 +191,7 @@ func (a *API) requestEvents(w http.ResponseWriter, r *http.Request, agent string
 
 // agentEvents is GET /v1/events.
 func (a *API) agentEvents(w http.ResponseWriter, r *http.Request, agent string) {
-	if !a.eventsEnabled(w) {
+	if !a.eventsEnabled(w, r) {
 		return
 	}
 	s := &eventStream{agent: agent, pos: startCursor(), fresh: true}
@@ -201,7 +201,7 @@ func (a *API) agentEvents(w http.ResponseWriter, r *http.Request, agent string) 
 	if v := lastEventID(r); v != "" {
 		c, ok := parseCursor(v)
 		if !ok {
-			badEventID(w, `a cursor "`+cursorPrefix+`…"`)
+			badEventID(w, r, `a cursor "`+cursorPrefix+`…"`)
 			return
 		}
 		s.pos, s.fresh = c, false
@@ -209,9 +209,9 @@ func (a *API) agentEvents(w http.ResponseWriter, r *http.Request, agent string) 
 	a.serveEvents(w, r, s)
 }
 
-func (a *API) eventsEnabled(w http.ResponseWriter) bool {
+func (a *API) eventsEnabled(w http.ResponseWriter, r *http.Request) bool {
 	if a.opts.Events == nil {
-		writeError(w, http.StatusNotFound, "event streams are not enabled on this server")
+		writeError(w, r, http.StatusNotFound, "event streams are not enabled on this server")
 		return false
 	}
 	return true
@@ -234,7 +234,7 @@ func (a *API) serveEvents(w http.ResponseWriter, r *http.Request, s *eventStream
 		case errors.Is(err, ErrTooManyStreams):
 			msg = fmt.Sprintf("too many open event streams on this server (EVENTS_MAX_STREAMS=%d); retry after Retry-After", hub.opts.MaxStreams)
 		}
-		writeError(w, http.StatusServiceUnavailable, msg)
+		writeError(w, r, http.StatusServiceUnavailable, msg)
 		return
 	}
 	defer func() { hub.unsubscribe(sub) }()

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -30,7 +29,7 @@ var directiveText = map[string]string{
 // registerVerbs mounts the endpoints of the reviewer verbs beyond approve
 // and reject: modify, defer, change_plan, abort and escalate. They take the
 // decision API's credentials and answer like its other endpoints.
-func (a *API) registerVerbs(mux *http.ServeMux) {
+func (a *API) registerVerbs(mux router) {
 	mux.HandleFunc("POST /v1/requests/{id}/modify", a.decider(ActionModify, a.modify))
 	for action := range directiveText {
 		mux.HandleFunc("POST /v1/requests/{id}/"+action, a.decider(action, a.directive(action)))

@@ -219,12 +219,12 @@ func (a *API) list(w http.ResponseWriter, r *http.Request, agent string) {
 		query.Limit = n
 	}
 	if len(probs) > 0 {
-		writeError(w, http.StatusBadRequest, "invalid query", probs...)
+		writeError(w, r, http.StatusBadRequest, "invalid query", probs...)
 		return
 	}
 	page, err := a.opts.Store.List(r.Context(), query)
 	if errors.Is(err, store.ErrBadCursor) {
-		writeError(w, http.StatusBadRequest, "invalid query", aah.FieldError{Field: "cursor", Message: "is not a cursor this server issued"})
+		writeError(w, r, http.StatusBadRequest, "invalid query", aah.FieldError{Field: "cursor", Message: "is not a cursor this server issued"})
 		return
 	} else if err != nil {
 		a.failed(w, r, "list requests", err)

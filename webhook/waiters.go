@@ -155,7 +155,7 @@ func parseWait(w http.ResponseWriter, r *http.Request) (time.Duration, bool) {
 		}
 	}
 	if err != nil || d < 0 || d > MaxWait {
-		writeError(w, http.StatusBadRequest, "invalid query", aah.FieldError{Field: "wait",
+		writeError(w, r, http.StatusBadRequest, "invalid query", aah.FieldError{Field: "wait",
 			Message: "must be a duration from 0s to 60s, e.g. 30s"})
 		return 0, false
 	}

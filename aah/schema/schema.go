@@ -190,17 +190,25 @@ func asDoubles(v any) any {
 
 var printer = message.NewPrinter(language.English)
 
+// The RFC 3339 (section 5.6) pieces of the schemas' date and date-time
+// patterns: two-digit fields in range, "." before a fraction, Z or ±hh:mm.
+const (
+	rfc3339Date    = `[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])`
+	rfc3339Time    = `([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])`
+	dateOrDateTime = rfc3339Date + "(T" + rfc3339Time + ")?$"
+)
+
 // patternMessages says in words what each pattern of the schemas means.
 var patternMessages = map[string]string{
 	"[^\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]": "must not be empty or blank",
-	`^0\.`:                                "must be an AAH 0.x version, e.g. 0.1",
-	`^$|^[0-9]{4}-[0-9]{2}-[0-9]{2}`:      "must be a date (2026-03-01) or an ISO 8601 date-time with a time zone",
-	`^$|^[A-Za-z0-9_.:/-]{1,128}$`:        "must be 1-128 characters of letters, digits and _ . : / -",
-	`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`: "must be 1-128 characters of letters, digits and _ . : - starting with a letter or digit",
-	`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`:   "must be 1-64 characters of letters, digits and _ . - starting with a letter or digit",
-	`^$|^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}T[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}([.,][0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$`: "must be an ISO 8601 date-time with a time zone, e.g. 2026-02-17T17:00:00Z",
-	`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$`:                "must be an RFC 3339 date-time with a time zone, e.g. 2026-02-16T14:30:00Z",
-	`[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}`:                          "must be a date (2026-02-17) or an ISO 8601 date-time with a time zone",
+	`^0\.`:                                         "must be an AAH 0.x version, e.g. 0.1",
+	"^$|^" + dateOrDateTime:                        "must be a date (2026-03-01) or an RFC 3339 date-time with a time zone",
+	"^" + dateOrDateTime:                           "must be a date (2026-02-17) or an RFC 3339 date-time with a time zone",
+	`^$|^[A-Za-z0-9_.:/-]{1,128}$`:                 "must be 1-128 characters of letters, digits and _ . : / -",
+	`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`:          "must be 1-128 characters of letters, digits and _ . : - starting with a letter or digit",
+	`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`:            "must be 1-64 characters of letters, digits and _ . - starting with a letter or digit",
+	"^$|^" + rfc3339Date + "T" + rfc3339Time + "$": "must be an ISO 8601 date-time with a time zone as RFC 3339 writes it, e.g. 2026-02-17T17:00:00Z",
+	`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$`: "must be an RFC 3339 date-time with a time zone, e.g. 2026-02-16T14:30:00Z",
 	`^$|^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]`:                      "must be an absolute https URL",
 	`^$|^(?:[CGD][A-Z0-9]{2,20}|#?[a-z0-9][a-z0-9_-]{0,79})$`: "must be a Slack channel id (C…, G…, D…) or a channel name like #approvals",
 	`^[UW][A-Z0-9]{2,20}$|@`:                                  "must be a Slack user id (U…/W…) or an email address",

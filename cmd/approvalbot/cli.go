@@ -46,6 +46,11 @@ Usage:
                               for container health checks without a shell
   approvalbot sleep DURATION  wait DURATION (5s, 1m) and exit 0: a preStop hook
                               for images without a shell (docs/deploy.md)
+  approvalbot mcp             serve the MCP tools (request_decision, get_decision,
+                              withdraw_decision) over stdin/stdout for an MCP
+                              client, calling the bot at APPROVALBOT_URL
+                              (default http://localhost:8080) with the intake
+                              token APPROVALBOT_TOKEN (none in local mode)
   approvalbot help            print this help (also -h, --help)
 
 Configuration is environment variables only; there are no flags (beyond the
@@ -74,6 +79,7 @@ const (
 	cmdAuditExport
 	cmdHealthcheck
 	cmdSleep
+	cmdMCP
 )
 
 // invocation is a parsed command line.
@@ -107,6 +113,8 @@ func parseArgs(args []string) (invocation, error) {
 		return invocation{cmd: cmdVersion}, nil
 	case len(args) >= 2 && args[0] == "audit" && (args[1] == "verify" || args[1] == "export"):
 		return parseAudit(args)
+	case len(args) == 1 && args[0] == "mcp":
+		return invocation{cmd: cmdMCP}, nil
 	case args[0] == "healthcheck":
 		return parseHealthcheck(args[1:])
 	case args[0] == "sleep":
@@ -188,6 +196,8 @@ func runCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = healthcheck(ctx, inv.url, inv.timeout)
 	case cmdSleep:
 		sleep(ctx, inv.sleep)
+	case cmdMCP:
+		err = runMCP(ctx, os.Getenv, os.Stdin, os.Stdout)
 	default:
 		err = run(ctx)
 	}
