@@ -58,6 +58,16 @@ type ResponseOptions struct {
 	// Directive is set when a reviewer deferred, changed the plan or
 	// aborted: the response carries it and says nothing was decided.
 	Directive *Directive
+	// Comment is the overall comment of whoever resolved the request (the
+	// submitter's own summary, or the comment on the answer that resolved
+	// it): data.comment, next to the machine summary; "" omits it.
+	Comment string
+	// CommentBy is who wrote Comment (ResolvedBy when zero).
+	CommentBy Person
+	// Escalated says the request was escalated before it closed;
+	// EscalatedAt is when (zero when the time was not kept).
+	Escalated   bool
+	EscalatedAt time.Time
 }
 
 // Response is a decision/response artifact (spec §4–5). Its JSON encoding,
@@ -89,6 +99,14 @@ type ResponseData struct {
 	Responses     []DecisionAnswer `json:"responses"`
 	OverallStatus string           `json:"overall_status"` // see OverallStatus
 	Summary       string           `json:"summary"`
+	// Comment is the overall comment of the person who resolved the request
+	// (their own summary, next to Summary, the machine's); absent when
+	// they wrote none.
+	Comment *ResponseComment `json:"comment,omitempty"`
+	// Escalated says the request was escalated (data.escalation, or by a
+	// reviewer) before it closed; EscalatedAt is when it first was.
+	Escalated   bool      `json:"escalated,omitempty"`
+	EscalatedAt time.Time `json:"escalated_at,omitzero"`
 	// Directive says the reviewer ended the round with defer, change_plan
 	// or abort rather than answers; absent otherwise.
 	Directive *ResponseDirective `json:"directive,omitempty"`
@@ -251,6 +269,23 @@ func BuildResponse(req *Request, answers map[string]Answer, opts ResponseOptions
 	} else {
 		data.Summary = Summary(req, answers, opts.Outcome)
 	}
+	if text := strings.TrimSpace(opts.Comment); text != "" {
+		by := opts.CommentBy
+		if by.ID == "" {
+			by = opts.ResolvedBy
+		}
+		name := by.Name
+		if name == "" {
+			name = by.ID
+		}
+		data.Comment = &ResponseComment{By: by.AgentID(), ByName: name, At: stamp(created), Text: text}
+	}
+	if opts.Escalated || !opts.EscalatedAt.IsZero() {
+		data.Escalated = true
+		if !opts.EscalatedAt.IsZero() {
+			data.EscalatedAt = stamp(opts.EscalatedAt)
+		}
+	}
 	return resp
 }
 
@@ -309,6 +344,9 @@ func decisionAnswer(d Decision, a Answer, namePeople bool) DecisionAnswer {
 	}
 	if namePeople && a.By.ID != "" {
 		by := a.By
+		if by.Name == "" {
+			by.Name = by.ID // their name could not be looked up
+		}
 		out.DecidedBy = &by
 	}
 	return out
@@ -415,4 +453,37 @@ func AnswersSoFar(req *Request, answers map[string]Answer) []DecisionAnswer {
 		out = append(out, decisionAnswer(d, answers[d.ID], true))
 	}
 	return out
+}
+
+// AnswerProgress counts a request's decisions and how many have a value: what
+// "n of m answered" says of an open request. A status of escalated does
+// not show it (the status stays escalated however many answers follow),
+// so the API, the listings and the Home tab show it next to the status.
+type AnswerProgress struct {
+	Answered         int `json:"answered"`          // decisions with a value a person gave
+	Total            int `json:"total"`             // decisions of the request
+	Required         int `json:"required"`          // required decisions
+	RequiredAnswered int `json:"required_answered"` // required decisions with a value
+}
+
+// AnswerProgressOf counts the decisions of req answered in answers. Values nobody
+// gave (a default taken, an on_deadline action) count as answered for
+// RequiredAnswered, not for Answered.
+func AnswerProgressOf(req *Request, answers map[string]Answer) AnswerProgress {
+	var p AnswerProgress
+	for _, d := range req.Data.Decisions {
+		p.Total++
+		a, ok := answers[d.ID]
+		has := ok && a.Answered()
+		if d.Required {
+			p.Required++
+			if has {
+				p.RequiredAnswered++
+			}
+		}
+		if has && !a.Defaulted && !a.TimedOut {
+			p.Answered++
+		}
+	}
+	return p
 }

@@ -132,9 +132,12 @@ func (c *Core) answerWith(rec store.Record, req *aah.Request, g grant, out *Outc
 	if !answered {
 		return ch, nil // only the comment changed
 	}
-	if len(req.Data.Decisions) == 1 && answers[req.Data.Decisions[0].ID].Answered() {
+	if only := answers[req.Data.Decisions[0].ID]; len(req.Data.Decisions) == 1 && only.Answered() {
 		out.Resolved = true
-		return c.resolve(rec, req, answers, by, g, ch), nil
+		// The comment on the answer that resolves it is its resolver's
+		// overall comment too (data.comment).
+		comment, _ := only.CommentOf(by.ID)
+		return c.resolve(rec, req, answers, by, g, ch, comment.Text), nil
 	}
 	if rec.Status == aah.StatusPending {
 		ch.Status = aah.StatusPartial

@@ -129,6 +129,8 @@ const (
 	FieldTo           = "to"
 	FieldNote         = "note"
 	FieldParam        = "param:"
+	// FieldComment is Submit's overall comment.
+	FieldComment = "comment"
 )
 
 // Outcome is the result of an accepted action.

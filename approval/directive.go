@@ -64,7 +64,7 @@ func (c *Core) Direct(ctx context.Context, requestID string, by aah.Person, verb
 		ch := &store.Change{Directive: d, Audit: []store.AuditEvent{{Event: event, Actor: by.AgentID(),
 			Data: map[string]any{"verb": string(verb), "text": text}}}}
 		out.Changed, out.Resolved = true, true
-		return c.closeWith(rec, req, cloneAnswers(rec.Answers), by, strings.Join(g.auth.roles, ","), ch, aah.OutcomeResolved), nil
+		return c.closeWith(rec, req, cloneAnswers(rec.Answers), by, strings.Join(g.auth.roles, ","), ch, aah.OutcomeResolved, ""), nil
 	})
 	if err != nil && sameDirective(out.Record, by, verb, text) {
 		return Outcome{Record: out.Record}, nil // it won meanwhile, by an identical click

@@ -13,7 +13,9 @@
 //	submission ──create──▶ pending (or refused by the workspace's policy)
 //	pending ──answer──▶ partial ──submit / last answer──▶ resolved
 //	   │                   │
-//	   └──escalate──▶ escalated (still open: answers and submit as above)
+//	   └──escalate──▶ escalated (still open: answers and submit as above;
+//	                   the status stays escalated, Record.Escalated and
+//	                   EscalatedAt say so after it closed)
 //	open ──deadline──▶ resolved or expired   open ──withdraw──▶ withdrawn
 //	open ──defer / change_plan / abort──▶ resolved (with a directive)
 //
@@ -37,7 +39,8 @@
 //	escalate by hand → escalated (copies      reassign.go     Core.Reassign
 //	  under a hand-made step key)
 //	comment                                   answer.go       Core.Comment
-//	submit → resolved (defaults on submit)    resolve.go      Core.Submit
+//	submit → resolved (defaults on submit,    resolve.go      Core.Submit, SubmitWithComment
+//	  the submitter's overall comment)
 //	the response artifact and its delivery    response.go     Core.closeWith
 //	deadline → resolved or expired            expire.go       Core.Deadline
 //	escalate → escalated (or step failed)     escalate.go     Core.Escalate, EscalationFailed,

@@ -82,7 +82,7 @@ func LookupReason(to, code string) string {
 // outcome's Changed says whether this call applied it.
 func (c *Core) Escalate(ctx context.Context, id string, k int, t Target) (Outcome, error) {
 	return c.step(ctx, id, k, func(req *aah.Request) *store.Change {
-		esc := &store.Escalation{Step: k}
+		esc := &store.Escalation{Step: k, At: c.now().UTC()}
 		ch := &store.Change{Status: aah.StatusEscalated, Bump: true, Escalation: esc,
 			Audit: []store.AuditEvent{{Event: "escalated", Actor: "system",
 				Data: map[string]any{"step": k, "to": req.Data.Escalation[k].To, "targets": t.Recipients()}}}}

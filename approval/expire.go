@@ -39,7 +39,7 @@ func (c *Core) Deadline(ctx context.Context, requestID string) (Outcome, error) 
 			Data: map[string]any{"on_deadline": string(req.OnDeadline), "required_unanswered": missing}}}}
 		out.Changed = true
 		if req.OnDeadline == aah.DeadlineExpire || len(missing) > 0 {
-			return c.closeWith(rec, req, answered, aah.Person{}, "", ch, aah.OutcomeExpired), nil
+			return c.closeWith(rec, req, answered, aah.Person{}, "", ch, aah.OutcomeExpired, ""), nil
 		}
 		for _, dec := range req.Data.Decisions {
 			if a := filled[dec.ID]; a.Defaulted || a.TimedOut {
@@ -47,7 +47,7 @@ func (c *Core) Deadline(ctx context.Context, requestID string) (Outcome, error) 
 			}
 		}
 		out.Resolved = true
-		return c.closeWith(rec, req, filled, aah.Person{}, "", ch, aah.OutcomeResolved), nil
+		return c.closeWith(rec, req, filled, aah.Person{}, "", ch, aah.OutcomeResolved, ""), nil
 	})
 	out.Record = rec
 	return out, err

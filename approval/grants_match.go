@@ -79,7 +79,7 @@ func (c *Core) grantMatcher(ctx context.Context, req *aah.Request, agent string)
 			}
 		}
 		by := viaGrant(used[0].By)
-		ch = c.closeWith(rec, req, answers, by, "", ch, aah.OutcomeResolved)
+		ch = c.closeWith(rec, req, answers, by, "", ch, aah.OutcomeResolved, "")
 		for i := range ch.Audit {
 			if ch.Audit[i].Event == "resolved" {
 				ch.Audit[i].Data["via"], ch.Audit[i].Data["grant"] = ViaGrant, used[0]

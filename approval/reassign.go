@@ -113,7 +113,7 @@ func (c *Core) onlyRequester(ctx context.Context, requestID string, t Target) (b
 func (c *Core) reassignment(rec store.Record, by aah.Person, to, note string, t Target) *store.Change {
 	now := c.now().UTC()
 	step := store.ManualStep(len(rec.Reassignments))
-	esc := &store.Escalation{Step: step, Manual: true}
+	esc := &store.Escalation{Step: step, Manual: true, At: now}
 	data := map[string]any{"by": by.ID, "to": to, "targets": t.Recipients(), "manual": true, "step": step}
 	if note != "" {
 		data["note"] = note

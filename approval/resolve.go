@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/store"
@@ -18,7 +19,24 @@ import (
 // their default (marked "defaulted" in the response), except that a
 // default may reject a gated approval, never approve it.
 func (c *Core) Submit(ctx context.Context, requestID string, by aah.Person) (Outcome, error) {
+	return c.SubmitWithComment(ctx, requestID, by, "")
+}
+
+// MaxSubmitComment bounds the overall comment given with Submit, in
+// characters: what Slack's text input takes.
+const MaxSubmitComment = aah.MaxTextLength
+
+// SubmitWithComment is Submit with the submitter's overall comment: their
+// own summary of the decision, carried in the response as data.comment
+// next to the machine's summary and recorded in the audit ("submitted").
+// A blank comment is none.
+func (c *Core) SubmitWithComment(ctx context.Context, requestID string, by aah.Person, comment string) (Outcome, error) {
+	comment = strings.TrimSpace(comment)
 	return c.act(ctx, requestID, by, "submit", func(rec store.Record, req *aah.Request, g grant, out *Outcome) (*store.Change, error) {
+		if n := utf8.RuneCountInString(comment); n > MaxSubmitComment {
+			return nil, &Refusal{Reason: fmt.Sprintf("The comment is %d characters long; at most %d fit.", n, MaxSubmitComment),
+				Field: FieldComment, Rule: RuleInvalid}
+		}
 		if err := g.mayDecide(); err != nil {
 			return nil, err
 		}
@@ -30,13 +48,17 @@ func (c *Core) Submit(ctx context.Context, requestID string, by aah.Person) (Out
 			return nil, &Refusal{Reason: "Answer every required decision before submitting. Still open: " + strings.Join(missing, "; "), Field: FieldRequired, Rule: RuleInvalid}
 		}
 		out.Changed, out.Resolved = true, true
-		ch := &store.Change{Bump: true, Audit: append(accepted, store.AuditEvent{Event: "submitted", Actor: by.AgentID()})}
+		submitted := store.AuditEvent{Event: "submitted", Actor: by.AgentID()}
+		if comment != "" {
+			submitted.Data = map[string]any{"comment": comment}
+		}
+		ch := &store.Change{Bump: true, Audit: append(accepted, submitted)}
 		for _, dec := range req.Data.Decisions {
 			if a := answers[dec.ID]; a.Defaulted || a.DefaultAccepted {
 				ch.Answers = append(ch.Answers, a)
 			}
 		}
-		return c.resolve(rec, req, answers, by, g, ch), nil
+		return c.resolve(rec, req, answers, by, g, ch, comment), nil
 	})
 }
 
@@ -83,6 +105,6 @@ func (c *Core) defaultsOnSubmit(rec store.Record, req *aah.Request, g grant, by 
 // immutable response artifact, and its delivery, all in the same
 // transaction (see closeWith). g is the resolver's grant: the required
 // roles they hold become the response's source.agent_role.
-func (c *Core) resolve(rec store.Record, req *aah.Request, answers map[string]aah.Answer, by aah.Person, g grant, ch *store.Change) *store.Change {
-	return c.closeWith(rec, req, answers, by, strings.Join(g.auth.roles, ","), ch, aah.OutcomeResolved)
+func (c *Core) resolve(rec store.Record, req *aah.Request, answers map[string]aah.Answer, by aah.Person, g grant, ch *store.Change, comment string) *store.Change {
+	return c.closeWith(rec, req, answers, by, strings.Join(g.auth.roles, ","), ch, aah.OutcomeResolved, comment)
 }

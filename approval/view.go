@@ -91,7 +91,8 @@ const maxParentLookups = 5
 func ListItem(rec store.Record, req *aah.Request, defaults aah.Defaults) blocks.ListItem {
 	return blocks.ListItem{ID: rec.ID, Version: rec.Version, Agent: rec.Agent, Request: req,
 		Status: rec.Status, ReceivedAt: rec.ReceivedAt, Answers: rec.Answers, Permalink: rec.Slack.Permalink,
-		Directive: rec.Directive, Defaults: defaults.For(rec.Agent)}
+		Directive: rec.Directive, Defaults: defaults.For(rec.Agent),
+		Escalated: rec.Escalated(), EscalatedTo: escalationMentions(rec)}
 }
 
 // escalationMentions names whom a request was escalated to: users and

@@ -36,6 +36,12 @@ type ListItem struct {
 	// Defaults are the workspace's sign-off rules (a required reason turns
 	// the quick Reject into the reason modal).
 	Defaults aah.Defaults
+	// Escalated says the request was escalated; EscalatedTo names whom, in
+	// Slack syntax (see State.EscalatedTo). An escalated request's status
+	// stays escalated however many answers follow: the listing shows how
+	// many there are next to it.
+	Escalated   bool
+	EscalatedTo []string
 }
 
 // Listing is a slash command reply listing requests.
@@ -93,8 +99,8 @@ func listText(it ListItem, now time.Time) string {
 		}
 		meta = append(meta, due)
 	}
-	if it.Status == aah.StatusEscalated {
-		meta = append(meta, ":rotating_light: escalated")
+	if it.Escalated || it.Status == aah.StatusEscalated {
+		meta = append(meta, escalatedText(it))
 	}
 	lines = append(lines, strings.Join(meta, " · "))
 	var open []string
@@ -117,6 +123,20 @@ func listText(it ListItem, now time.Time) string {
 		link = "<" + it.Permalink + "|Open> · " + link
 	}
 	return strings.Join(append(lines, link), "\n")
+}
+
+// escalatedText says a request was escalated, to whom (the first three)
+// and how many of its decisions are answered: its status does not tell.
+func escalatedText(it ListItem) string {
+	s := ":rotating_light: escalated"
+	if to := it.EscalatedTo; len(to) > 0 {
+		if len(to) > 3 {
+			to = append(to[:3:3], fmt.Sprintf("%d more", len(to)-3))
+		}
+		s += " to " + strings.Join(to, ", ")
+	}
+	p := aah.AnswerProgressOf(it.Request, it.Answers)
+	return s + fmt.Sprintf(" · %d of %d answered", p.Answered, p.Total)
 }
 
 // quickButtons are Approve / Reject for a request with a single approval decision.

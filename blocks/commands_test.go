@@ -30,6 +30,13 @@ func TestListGolden(t *testing.T) {
 	cases := map[string]blocks.Listing{
 		"list.two":   {Heading: "Pending requests you may decide", Items: items, Now: now, Next: "mine abc"},
 		"list.empty": {Heading: "Open requests in this channel", Now: now, Empty: "Nothing is waiting here."},
+		// Escalated, then answered in part: the status stays escalated;
+		// the line names the targets as mentions and counts the answers.
+		"list.escalated": {Heading: "Pending requests you may decide", Now: now, Items: []blocks.ListItem{
+			{ID: "aah_decision_abc123", Version: 5, Agent: "pm", Request: seed, Status: aah.StatusEscalated,
+				ReceivedAt: seedNow, Escalated: true, EscalatedTo: []string{"<@U0MANAGER>", "<#C0OPS>"},
+				Answers: map[string]aah.Answer{"d1": {Value: true, By: aah.Person{ID: "U0ALICE"}},
+					"d2": {Value: false, By: aah.Person{ID: "U0MANAGER"}}}}}},
 	}
 	for name, l := range cases {
 		t.Run(name, func(t *testing.T) {

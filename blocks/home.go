@@ -91,5 +91,11 @@ func answeredText(it ListItem) string {
 	if it.Directive != nil && !it.Status.Open() {
 		outcome = directiveEmoji(it.Directive.Verb) + " " + directivePhrase(*it.Directive)
 	}
+	if it.Status == aah.StatusEscalated {
+		p := aah.AnswerProgressOf(it.Request, it.Answers)
+		outcome += fmt.Sprintf(" · %d of %d answered", p.Answered, p.Total)
+	} else if it.Escalated {
+		outcome += " (escalated)"
+	}
 	return strings.Join([]string{"*" + title + "*", fmt.Sprintf("%s · %s", outcome, link)}, "\n")
 }

@@ -20,6 +20,9 @@ const (
 	ActionApproveAll  = "approve_all"  // batch: approve every approval decision
 	ActionRejectAll   = "reject_all"   // batch: reject every approval decision
 	ActionSubmit      = "submit"       // multi-decision requests: resolve
+	// ActionSubmitComment opens the submit modal: Submit with an overall
+	// comment (data.comment); Submit itself stays one click.
+	ActionSubmitComment = "submit_comment"
 	// With require_reason, Reject buttons open a modal asking why instead.
 	ActionRejectReason    = "reject_reason"     // approval: button that opens the reject modal
 	ActionRejectAllReason = "reject_all_reason" // batch: the same for every approval decision

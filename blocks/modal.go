@@ -21,6 +21,9 @@ const (
 	ModalDirective = "ab_directive" // defer, change_plan or abort, with its text
 	ModalEscalate  = "ab_escalate"  // hand the request to a person, group or channel
 	ModalGrant     = "ab_grant"     // approve and grant a standing approval
+	// ModalSubmit submits the request's decisions with the submitter's
+	// optional overall comment (ActionSubmitComment).
+	ModalSubmit = "ab_submit"
 )
 
 // Block and action ids of the modals' inputs; validation errors name BlockValue.
@@ -107,6 +110,20 @@ func InputModal(req *aah.Request, d aah.Decision, current aah.Answer, comment st
 func CommentModal(req *aah.Request, d aah.Decision, comment string, ref ModalRef) slack.ModalViewRequest {
 	blocks := []slack.Block{section(headerLine(req, d)), commentInput(comment, false)}
 	return modal(ModalComment, "Comment", "Save", ref, blocks)
+}
+
+// SubmitModal submits every decision of the request, as "Submit
+// decisions" does, with an optional overall comment: the submitter's own
+// summary, sent to the agent next to the machine's (data.comment).
+func SubmitModal(req *aah.Request, ref ModalRef) slack.ModalViewRequest {
+	head := "_" + fitted(req.Artifact.Title, 300) + "_\n*Submit every answer to the agent.* " +
+		"Defaults shown selected count as your answers; other unanswered optional decisions take their defaults."
+	in := slack.NewPlainTextInputBlockElement(plainText("Your summary of the decision, for the agent and the audit trail"), ActionText)
+	in.Multiline = true
+	in.MaxLength = aah.MaxTextLength
+	comment := slack.NewInputBlock(BlockComment, plainLabel("Overall comment"), nil, in)
+	comment.Optional = true
+	return modal(ModalSubmit, "Submit decisions", "Submit", ref, []slack.Block{section(head), comment})
 }
 
 // RejectModal asks why a person rejects one approval decision, or every

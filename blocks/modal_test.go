@@ -25,6 +25,7 @@ func TestModalsGolden(t *testing.T) {
 		"modal_input_number": blocks.InputModal(number, number.Data.Decisions[0], aah.Answer{Value: 7500.0}, "Q2 push", ref("budget")),
 		"modal_comment":      blocks.CommentModal(text, text.Data.Decisions[0], "Earlier thought", ref("tagline")),
 		"modal_details":      blocks.DetailsModal(long, long.Data.Decisions[0], ref("long")),
+		"modal_submit":       blocks.SubmitModal(text, ref(blocks.RequestScope)),
 	}
 	for name, view := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -196,7 +196,7 @@ func reassignmentText(list []aah.Reassignment) string {
 		list = list[hidden:]
 	}
 	for _, re := range list {
-		line := fmt.Sprintf(":arrow_heading_up: Escalated by <@%s> to %s", re.By.ID, targetMention(re.To))
+		line := fmt.Sprintf(":arrow_heading_up: Escalated by <@%s> to %s", re.By.ID, TargetMention(re.To))
 		if !re.At.IsZero() {
 			line += " " + slackDate(re.At)
 		}
@@ -209,9 +209,11 @@ func reassignmentText(list []aah.Reassignment) string {
 	return strings.Join(lines, "\n")
 }
 
-// targetMention shows an escalation target in Slack syntax: a user, a user
-// group or a channel id as a mention; a channel name or an email as text.
-func targetMention(to string) string {
+// TargetMention shows an escalation target in Slack syntax: a user, a user
+// group or a channel id as a mention; a channel name or an email as text
+// (escaped). Every place a request is shown names its targets this way.
+func TargetMention(to string) string {
+	to = strings.TrimSpace(to)
 	switch {
 	case aah.IsSlackUserID(to):
 		return "<@" + to + ">"

@@ -227,7 +227,7 @@ func (r *renderer) timingLine() string {
 		parts = append(parts, ":alarm_clock: Due "+slackDate(dl))
 	}
 	for _, step := range r.req.Data.Escalation {
-		parts = append(parts, fmt.Sprintf(":arrow_heading_up: Escalates to %s after %s", plain(escape(step.To), 200), humanDuration(step.After)))
+		parts = append(parts, fmt.Sprintf(":arrow_heading_up: Escalates to %s after %s", TargetMention(step.To), humanDuration(step.After)))
 	}
 	return strings.Join(parts, " · ")
 }
@@ -267,7 +267,8 @@ func (r *renderer) requestActions() *slack.ActionBlock {
 		submit := slack.NewButtonBlockElement(ActionSubmit, RequestScope, plainText("Submit decisions"))
 		submit.Style = slack.StylePrimary
 		submit.Confirm = confirm("Submit?", "This sends every answer to the agent, including the defaults shown selected. Other unanswered optional decisions take their defaults.", "Submit")
-		elems = append(elems, submit)
+		withComment := slack.NewButtonBlockElement(ActionSubmitComment, RequestScope, plainText("Submit with comment…"))
+		elems = append(elems, submit, withComment)
 	}
 	if menu := verbsMenu(r.req); menu != nil {
 		elems = append(elems, menu)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,22 +98,30 @@ func (d *Directory) GroupMembers(ctx context.Context, groupID string) ([]string,
 	return e.members, err
 }
 
-// UserName is the name a Slack user's answers are recorded with (their real
-// name, else their name), as a click's payload gives it: the decision API
-// knows only the user id of a reviewer token.
+// UserName is the name a Slack user's answers are recorded with, as seed
+// 000's responses name people ("agent_name": "Gracie Redfern"): their real
+// name, else their display name, else (neither set) their handle. Clicks
+// and the decision API both look it up here: a click's payload carries
+// only the handle, the API only the user id of a reviewer token.
 func (d *Directory) UserName(ctx context.Context, userID string) (string, error) {
 	e, err := d.get(ctx, "name", userID, func(ctx context.Context) (cached, error) {
 		u, err := d.api.GetUserInfoContext(ctx, userID)
 		if err != nil {
 			return cached{}, fmt.Errorf("users.info %s: %w", userID, err)
 		}
-		name := u.Name
-		if u.RealName != "" {
-			name = u.RealName
-		}
-		return cached{userID: name}, nil
+		return cached{userID: personName(u)}, nil
 	})
 	return e.userID, err
+}
+
+// personName is the name UserName records a user by.
+func personName(u *slack.User) string {
+	for _, name := range []string{u.RealName, u.Profile.RealName, u.Profile.DisplayName, u.Name} {
+		if name = strings.TrimSpace(name); name != "" {
+			return name
+		}
+	}
+	return u.ID
 }
 
 func (d *Directory) get(ctx context.Context, kind, id string, fetch func(context.Context) (cached, error)) (cached, error) {

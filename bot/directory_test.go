@@ -131,3 +131,23 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, kind, result str
 	}
 	return 0
 }
+
+// A user is named by their real name, else their display name, else their
+// handle (seed 000 names people as "Gracie Redfern", not "gracie").
+func TestPersonNamePrefersRealThenDisplayName(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		u    slack.User
+		want string
+	}{
+		{slack.User{ID: "U1", Name: "gracie", RealName: "Gracie Redfern", Profile: slack.UserProfile{DisplayName: "gr"}}, "Gracie Redfern"},
+		{slack.User{ID: "U1", Name: "gracie", Profile: slack.UserProfile{RealName: "Gracie R.", DisplayName: "gr"}}, "Gracie R."},
+		{slack.User{ID: "U1", Name: "gracie", Profile: slack.UserProfile{DisplayName: " gr "}}, "gr"},
+		{slack.User{ID: "U1", Name: "gracie"}, "gracie"},
+		{slack.User{ID: "U1"}, "U1"},
+	} {
+		if got := personName(&tc.u); got != tc.want {
+			t.Errorf("personName(%+v) = %q, want %q", tc.u, got, tc.want)
+		}
+	}
+}

@@ -167,10 +167,12 @@ func TestEveryCommentSurvives(t *testing.T) {
 	if d4.DecisionID != "d4" || d4.Comment == nil || *d4.Comment != "Spam risk" {
 		t.Errorf("d4 comment = %v, want Alice's rationale", d4.Comment)
 	}
+	// Named as the directory names them (users.info), not by the handle
+	// the click carried ("Alice").
 	want := []struct{ by, name, text string }{
-		{"human:U0ALICE", "Alice", "Spam risk"},
-		{"human:U0BOB", "Bob", "Trial drives signups, but cap it"},
-		{"human:U0MANAGER", "Morgan", "Ask finance"},
+		{"human:U0ALICE", "Alice Reviewer", "Spam risk"},
+		{"human:U0BOB", "Bob Reviewer", "Trial drives signups, but cap it"},
+		{"human:U0MANAGER", "Morgan Manager", "Ask finance"},
 	}
 	if len(d4.Comments) != len(want) {
 		t.Fatalf("d4 comments = %+v, want %d", d4.Comments, len(want))

@@ -136,6 +136,7 @@ func NewService(d Deps) (*Service, error) {
 		Slack: d.Slack, Async: async, Logger: d.Logger.With("component", "slack"), Registry: d.Registry,
 		Wake: func() { runner.Wake() }, Command: cfg.SlackCommand, Now: d.Now, Lists: d.Store, Home: d.Store,
 		Defaults: cfg.Policy().Defaults, CommandBudget: d.CommandBudget, StoreBudget: cfg.storeRequestTimeout(),
+		Names: directory,
 	})
 	if err != nil {
 		return nil, err

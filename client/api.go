@@ -29,14 +29,20 @@ type Links struct {
 
 // View is a stored request as GET /v1/requests/{id} shows it.
 type View struct {
-	ID          string     `json:"id"`
-	Status      aah.Status `json:"status"`
-	Agent       string     `json:"agent"`
-	ReceivedAt  time.Time  `json:"received_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	WithdrawnAt *time.Time `json:"withdrawn_at,omitempty"`
-	Links       Links      `json:"links"`
-	Slack       SlackState `json:"slack"`
+	ID     string     `json:"id"`
+	Status aah.Status `json:"status"`
+	// Escalated says the request was escalated (its status stays
+	// escalated while it is open, however many answers follow);
+	// EscalatedAt is when it first was; Progress counts its answers.
+	Escalated   bool                `json:"escalated"`
+	EscalatedAt *time.Time          `json:"escalated_at,omitempty"`
+	Progress    *aah.AnswerProgress `json:"progress,omitempty"`
+	Agent       string              `json:"agent"`
+	ReceivedAt  time.Time           `json:"received_at"`
+	UpdatedAt   time.Time           `json:"updated_at"`
+	WithdrawnAt *time.Time          `json:"withdrawn_at,omitempty"`
+	Links       Links               `json:"links"`
+	Slack       SlackState          `json:"slack"`
 	// Request is the artifact as sent.
 	Request json.RawMessage `json:"request"`
 	// Response is the decision response, once the request is resolved or

@@ -15,7 +15,7 @@ import (
 // blockActions handles clicks and selections in a request message. Answers
 // are recorded before the ack; modals open and refusals are explained after.
 func (s *Slack) blockActions(ctx context.Context, cb *slack.InteractionCallback) {
-	by := person(cb.User)
+	by := s.person(ctx, cb.User)
 	channel := cb.Channel.ID
 	if channel == "" {
 		channel = cb.Container.ChannelID
@@ -56,8 +56,9 @@ func (s *Slack) blockActions(ctx context.Context, cb *slack.InteractionCallback)
 		case blocks.ActionApproveAll, blocks.ActionRejectAll:
 			out, err = s.opts.Decisions.AnswerAll(ctx, requestID, by, a.ActionID == blocks.ActionApproveAll)
 		case blocks.ActionSubmit:
-			out, err = s.opts.Decisions.Submit(ctx, requestID, by)
-		case blocks.ActionOpenInput, blocks.ActionComment, blocks.ActionDetails, blocks.ActionRejectReason, blocks.ActionRejectAllReason:
+			out, err = s.opts.Decisions.SubmitWithComment(ctx, requestID, by, "")
+		case blocks.ActionOpenInput, blocks.ActionComment, blocks.ActionDetails, blocks.ActionRejectReason, blocks.ActionRejectAllReason,
+			blocks.ActionSubmitComment:
 			s.openModal(ctx, a.ActionID, cb.TriggerID, requestID, decisionID, channel, by)
 			continue
 		case blocks.ActionApproveSimilar:
@@ -109,7 +110,7 @@ func (s *Slack) settled(ctx context.Context, action, channel string, by aah.Pers
 	}
 }
 
-// openModal opens the input, comment, reject or details modal. Slack's
+// openModal opens the input, comment, reject, submit or details modal. Slack's
 // trigger id lives three seconds, so the modal is built now and opened right
 // after the ack. A person who may not answer is told so instead of getting
 // a form they cannot submit.
@@ -119,7 +120,7 @@ func (s *Slack) openModal(ctx context.Context, action, triggerID, requestID, dec
 		err = &approval.Refusal{Reason: "This request can no longer be answered (it is " + string(rec.Status) + ")."}
 	}
 	var d aah.Decision
-	if err == nil && action != blocks.ActionRejectAllReason {
+	if err == nil && action != blocks.ActionRejectAllReason && action != blocks.ActionSubmitComment {
 		var ok bool
 		if d, ok = req.Decision(decisionID); !ok {
 			err = &approval.Refusal{Reason: "This request has no such decision."}
@@ -148,6 +149,8 @@ func (s *Slack) openModal(ctx context.Context, action, triggerID, requestID, dec
 		view = blocks.CommentModal(req, d, own.Text, ref)
 	case blocks.ActionRejectReason, blocks.ActionRejectAllReason:
 		view = blocks.RejectModal(req, ref)
+	case blocks.ActionSubmitComment:
+		view = blocks.SubmitModal(req, ref)
 	default:
 		view = blocks.DetailsModal(req, d, ref)
 	}

@@ -29,7 +29,7 @@ func (noDecisions) Answer(context.Context, string, aah.Person, map[string]any) (
 func (noDecisions) Comment(context.Context, string, string, aah.Person, string) (approval.Outcome, error) {
 	return approval.Outcome{}, nil
 }
-func (noDecisions) Submit(context.Context, string, aah.Person) (approval.Outcome, error) {
+func (noDecisions) SubmitWithComment(context.Context, string, aah.Person, string) (approval.Outcome, error) {
 	return approval.Outcome{}, nil
 }
 func (noDecisions) Check(context.Context, string, aah.Person, string) error { return nil }

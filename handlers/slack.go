@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -34,7 +35,7 @@ type Decisions interface {
 	// AnswerWithComment records a comment and an answer in one update.
 	AnswerWithComment(ctx context.Context, requestID, decisionID string, by aah.Person, value any, comment string) (approval.Outcome, error)
 	Comment(ctx context.Context, requestID, decisionID string, by aah.Person, text string) (approval.Outcome, error)
-	Submit(ctx context.Context, requestID string, by aah.Person) (approval.Outcome, error)
+	SubmitWithComment(ctx context.Context, requestID string, by aah.Person, comment string) (approval.Outcome, error)
 	// Reject rejects approval decisions with a reason, in one update;
 	// RejectAll rejects every approval decision so.
 	Reject(ctx context.Context, requestID string, decisionIDs []string, by aah.Person, reason string) (approval.Outcome, error)
@@ -118,7 +119,19 @@ type Options struct {
 	// Grants are the standing approvals ("Approve similar…", Revoke,
 	// /approvals grants); default Decisions, when it implements Grants.
 	Grants Grants
+	// Names looks up the name a person's answers are recorded with (the
+	// cached directory's users.info: their real or display name): a
+	// click's payload carries only their handle. Without it, the payload's
+	// name is used; when a lookup fails, the payload's real name or the
+	// user id (an answer is never held up by it: see nameBudget).
+	Names interface {
+		UserName(ctx context.Context, userID string) (string, error)
+	}
 }
+
+// nameBudget bounds a name lookup on the way to recording a click, which
+// Slack wants acknowledged within three seconds (the directory caches it).
+const nameBudget = 800 * time.Millisecond
 
 // grantLimit is what knows the longest standing approval (the core, once
 // standing approvals are configured on it).
@@ -370,6 +383,29 @@ func person(u slack.User) aah.Person {
 	name := u.Name
 	if u.RealName != "" {
 		name = u.RealName
+	}
+	return aah.Person{ID: u.ID, Name: name}
+}
+
+// person is who acted in a payload, named as the directory knows them
+// (Options.Names): their real or display name, not the handle the payload
+// carries. A failed lookup names them by the payload's real name, else by
+// their id; it is logged, never in the way of the answer.
+func (s *Slack) person(ctx context.Context, u slack.User) aah.Person {
+	if s.opts.Names == nil || u.ID == "" {
+		return person(u)
+	}
+	ctx, cancel := context.WithTimeout(ctx, nameBudget)
+	defer cancel()
+	name, err := s.opts.Names.UserName(ctx, u.ID)
+	if err != nil || strings.TrimSpace(name) == "" {
+		if err != nil {
+			s.log.WarnContext(ctx, "could not look up a reviewer's name", "user", u.ID, "err", err)
+		}
+		name = u.RealName
+		if name == "" {
+			name = u.ID
+		}
 	}
 	return aah.Person{ID: u.ID, Name: name}
 }

@@ -22,7 +22,7 @@ func (s *Slack) viewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 	if !ok {
 		return nil
 	}
-	by := person(cb.User)
+	by := s.person(ctx, cb.User)
 	var values map[string]map[string]slack.BlockAction
 	if cb.View.State != nil {
 		values = cb.View.State.Values
@@ -37,6 +37,11 @@ func (s *Slack) viewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 			return s.rejectWithPicked(ctx, ref, by, picked, comment.Value) // verbs.go
 		}
 		return s.rejectWithReason(ctx, ref, by, comment.Value)
+	case blocks.ModalSubmit:
+		// Submit with the overall comment; a refusal (a required decision
+		// still open) shows under the comment, the modal staying open.
+		out, err := s.opts.Decisions.SubmitWithComment(ctx, ref.RequestID, by, comment.Value)
+		return s.reply(ctx, blocks.BlockComment, blocks.ActionSubmit, ref, by, out, err)
 	case blocks.ModalGrant:
 		return s.grantSubmission(ctx, ref, by, values)
 	case blocks.ModalModify, blocks.ModalDirective, blocks.ModalEscalate:

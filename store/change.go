@@ -94,6 +94,9 @@ type Escalation struct {
 	// Problem says why the step could not be resolved ("step 1 (x): ..."),
 	// appended to the request's escalation error.
 	Problem string
+	// At is when the step applied: the request's EscalatedAt, when it is
+	// its first escalation (a step that failed records none).
+	At time.Time
 }
 
 // Reach is one recipient handled by a reminder (Kind JobRemind, N its
@@ -163,6 +166,9 @@ func (ch *Change) typedFields(rec Record) []any {
 		if e.Problem != "" {
 			f = append(f, "escalation_error", joinProblem(rec.EscalationError, e.Problem))
 		}
+		if firstEscalation(rec, e) {
+			f = append(f, "escalated_ms", e.At.UnixMilli())
+		}
 	}
 	if ch.Reassignment != nil {
 		f = append(f, "reassignments", mustJSON(append(slices.Clone(rec.Reassignments), *ch.Reassignment)))
@@ -223,6 +229,9 @@ func (ch *Change) Apply(rec Record) Record {
 		}
 		if e.Problem != "" {
 			out.EscalationError = joinProblem(rec.EscalationError, e.Problem)
+		}
+		if firstEscalation(rec, e) {
+			out.EscalatedAt = fromMs(e.At.UnixMilli())
 		}
 	}
 	if ch.Reassignment != nil {
@@ -309,4 +318,10 @@ func encodePerson(p aah.Person) string { return p.ID + "|" + p.Name }
 func decodePerson(s string) aah.Person {
 	id, name, _ := strings.Cut(s, "|")
 	return aah.Person{ID: id, Name: name}
+}
+
+// firstEscalation says e is the request's first applied escalation: it is
+// stamped (At), reaches someone, and the request has no EscalatedAt yet.
+func firstEscalation(rec Record, e *Escalation) bool {
+	return rec.EscalatedAt.IsZero() && !e.At.IsZero() && (len(e.To) > 0 || len(e.Channels) > 0)
 }

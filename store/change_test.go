@@ -3,6 +3,7 @@ package store_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/approval"
@@ -38,10 +39,10 @@ func TestChangeApplyMatchesRedis(t *testing.T) {
 				}},
 				{"escalated to users", func() *store.Change {
 					return &store.Change{Status: aah.StatusEscalated, Bump: true, AddReviewers: []string{"U1", "U2"},
-						Escalation: &store.Escalation{Step: 0, To: []string{"U1", "U2"}}}
+						Escalation: &store.Escalation{Step: 0, To: []string{"U1", "U2"}, At: at}}
 				}},
 				{"escalated to a channel", func() *store.Change {
-					return &store.Change{Escalation: &store.Escalation{Step: 1, To: []string{"U2"}, Channels: []string{"#ops"}}}
+					return &store.Change{Escalation: &store.Escalation{Step: 1, To: []string{"U2"}, Channels: []string{"#ops"}, At: at.Add(time.Hour)}}
 				}},
 				{"a step failed", func() *store.Change {
 					return &store.Change{Escalation: &store.Escalation{Step: 2, Problem: "step 2 (x): no"}}
@@ -96,6 +97,9 @@ func TestChangeApplyMatchesRedis(t *testing.T) {
 			rec := f.mustGet(t, "r-apply")
 			if rec.Timers != nil || rec.Delivery.State != store.DeliveryPending || !slices.Equal(rec.EscalatedSteps, []int{0, 1, 2, 3}) {
 				t.Errorf("after resolving: timers %v, delivery %+v, steps %v", rec.Timers, rec.Delivery, rec.EscalatedSteps)
+			}
+			if !rec.EscalatedAt.Equal(at.Truncate(time.Millisecond)) || !rec.Escalated() {
+				t.Errorf("escalated at %v (%v), want the first escalation's %v", rec.EscalatedAt, rec.Escalated(), at)
 			}
 			if len(rec.Reassignments) != 2 || rec.Reassignments[0].Note != "you own billing" || rec.Reassignments[1].To != "C0OPS" ||
 				!slices.Equal(rec.EscalationSent[store.ManualStep(1)], []string{"C0OPS"}) || !slices.Contains(rec.EscalatedTo, "U3") {

@@ -75,6 +75,10 @@ type Record struct {
 	// EscalatedTo are the Slack users the request was escalated to; they may
 	// answer it like its named reviewers.
 	EscalatedTo []string
+	// EscalatedAt is when the request was first escalated (a step of
+	// data.escalation or by hand); zero when it never was, or when it was
+	// before the time was kept (see Escalated).
+	EscalatedAt time.Time
 	// IndexedReviewers are the Slack user ids the request is filed under in
 	// the reviewer indexes while it is open (named, resolved or escalated).
 	IndexedReviewers []string
@@ -134,6 +138,15 @@ type SlackState struct {
 	// request schedules the copies job too, to adopt one whose answer
 	// was lost.
 	CopyTried bool
+}
+
+// Escalated reports whether the request was ever escalated (by a step of
+// data.escalation or by hand): its status says so while it is open, and
+// this stays true after it closed. A request's status stays "escalated"
+// however many answers follow (see Progress for them).
+func (r Record) Escalated() bool {
+	return r.Status == aah.StatusEscalated || !r.EscalatedAt.IsZero() || len(r.EscalatedTo) > 0 ||
+		len(r.EscalatedChannels) > 0 || len(r.Reassignments) > 0
 }
 
 // Posted reports whether the message exists in Slack.
@@ -207,6 +220,7 @@ func decodeRecord(h map[string]string) Record {
 		Mentions:    decodeList(h["mentions"]),
 		Timers:      decodeTimers(h["timers"]),
 		EscalatedTo: decodeTimers(h["escalated_to"]),
+		EscalatedAt: fromMs(num("escalated_ms")),
 
 		IndexedReviewers: decodeTimers(h[reviewerIdxField]),
 

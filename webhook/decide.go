@@ -20,7 +20,7 @@ type Decisions interface {
 	Answer(ctx context.Context, requestID string, by aah.Person, values map[string]any) (approval.Outcome, error)
 	AnswerWithComment(ctx context.Context, requestID, decisionID string, by aah.Person, value any, comment string) (approval.Outcome, error)
 	Comment(ctx context.Context, requestID, decisionID string, by aah.Person, text string) (approval.Outcome, error)
-	Submit(ctx context.Context, requestID string, by aah.Person) (approval.Outcome, error)
+	SubmitWithComment(ctx context.Context, requestID string, by aah.Person, comment string) (approval.Outcome, error)
 	Reject(ctx context.Context, requestID string, decisionIDs []string, by aah.Person, reason string) (approval.Outcome, error)
 	RejectAll(ctx context.Context, requestID string, by aah.Person, reason string) (approval.Outcome, error)
 	// The review extension's verbs (verbs.go).
@@ -285,14 +285,17 @@ func (a *API) comments(ctx context.Context, id string, by aah.Person, body json.
 	return out, nil, err
 }
 
-// submitDecisions is POST /v1/requests/{id}/submit (body {} or none):
-// Submit decisions.
+// submitDecisions is POST /v1/requests/{id}/submit (body {}, none, or
+// {"comment": "..."}): Submit decisions, with the submitter's overall
+// comment, which the response carries as data.comment.
 func (a *API) submitDecisions(ctx context.Context, id string, by aah.Person, body json.RawMessage) (approval.Outcome, []aah.FieldError, error) {
-	var in struct{}
+	var in struct {
+		Comment string `json:"comment"`
+	}
 	if probs := decode(body, &in); probs != nil {
 		return approval.Outcome{}, probs, nil
 	}
-	out, err := a.opts.Decisions.Submit(ctx, id, by)
+	out, err := a.opts.Decisions.SubmitWithComment(ctx, id, by, in.Comment)
 	return out, nil, err
 }
 

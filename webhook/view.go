@@ -14,15 +14,25 @@ import (
 
 // requestView is the API's representation of a stored request.
 type requestView struct {
-	ID          string          `json:"id"`
-	Status      aah.Status      `json:"status"`
-	Agent       string          `json:"agent"`
-	ReceivedAt  time.Time       `json:"received_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	WithdrawnAt *time.Time      `json:"withdrawn_at,omitempty"`
-	Links       links           `json:"links"`
-	Slack       slackView       `json:"slack"`
-	Request     json.RawMessage `json:"request"`
+	ID     string     `json:"id"`
+	Status aah.Status `json:"status"`
+	// Escalated says the request was escalated (a step of data.escalation,
+	// or a reviewer's hand-made escalation), EscalatedAt when it first was.
+	// The status stays "escalated" while it is open, as seed 000 §6 lists
+	// it, however many answers follow; Progress shows them. Once closed,
+	// the status is how it ended and Escalated still says it was escalated.
+	Escalated   bool       `json:"escalated"`
+	EscalatedAt *time.Time `json:"escalated_at,omitempty"`
+	// Progress counts the decisions answered so far (absent when the
+	// stored document no longer parses).
+	Progress    *aah.AnswerProgress `json:"progress,omitempty"`
+	Agent       string              `json:"agent"`
+	ReceivedAt  time.Time           `json:"received_at"`
+	UpdatedAt   time.Time           `json:"updated_at"`
+	WithdrawnAt *time.Time          `json:"withdrawn_at,omitempty"`
+	Links       links               `json:"links"`
+	Slack       slackView           `json:"slack"`
+	Request     json.RawMessage     `json:"request"`
 	// Response is the decision/response artifact, once resolved.
 	Response json.RawMessage `json:"response,omitempty"`
 	// Callback is the delivery of Response to handoff.response_url; absent
@@ -149,6 +159,11 @@ func viewOf(rec store.Record) requestView {
 			Error: rec.Slack.Error,
 		},
 	}
+	v.Escalated = rec.Escalated()
+	if !rec.EscalatedAt.IsZero() {
+		v.EscalatedAt = &rec.EscalatedAt
+	}
+	v.Progress = progressOf(rec)
 	if len(rec.EscalatedSteps) > 0 || rec.EscalationError != "" {
 		v.Escalation = &escalationView{Steps: rec.EscalatedSteps, Users: rec.EscalatedTo,
 			Channels: rec.EscalatedChannels, Error: rec.EscalationError}
@@ -244,4 +259,31 @@ func detailOf(rec store.Record) requestView {
 		}
 	}
 	return v
+}
+
+// progressOf counts the request's decisions answered so far. It reads only
+// the decisions' ids and required flags of the stored document (a list
+// does not parse each request in full); nil when even that fails.
+func progressOf(rec store.Record) *aah.AnswerProgress {
+	var doc struct {
+		Content struct {
+			Body struct {
+				Data struct {
+					Decisions []struct {
+						ID       string `json:"id"`
+						Required bool   `json:"required"`
+					} `json:"decisions"`
+				} `json:"data"`
+			} `json:"body"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(rec.Document, &doc) != nil || len(doc.Content.Body.Data.Decisions) == 0 {
+		return nil
+	}
+	req := &aah.Request{}
+	for _, d := range doc.Content.Body.Data.Decisions {
+		req.Data.Decisions = append(req.Data.Decisions, aah.Decision{ID: d.ID, Required: d.Required})
+	}
+	p := aah.AnswerProgressOf(req, rec.Answers)
+	return &p
 }
