@@ -129,6 +129,12 @@ func NewID() string { return "req_" + uuid.NewString() }
 // withID returns doc with artifact.id set to a new id when it has none,
 // and the id. A doc with an id is returned byte for byte, so a resubmission
 // is identical.
+// WithID returns doc with artifact.id set (generated when it has none) and
+// that id, so a caller knows which request a submission that failed in
+// flight may have stored. SubmitJSON does the same; "" when doc has no
+// artifact object or an id the bot will refuse.
+func WithID(doc []byte) ([]byte, string, error) { return withID(doc) }
+
 func withID(doc []byte) ([]byte, string, error) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber() // numbers re-encode exactly as sent

@@ -183,8 +183,17 @@ func (t *tools) requestDecision(ctx context.Context, req *mcp.CallToolRequest, i
 	if in.TimeoutSeconds < 0 {
 		return nil, DecisionOutput{}, fieldError("timeout_seconds", "must not be negative")
 	}
+	// The id is fixed before the submission, so that a call cancelled
+	// while it is in flight can still withdraw what the bot stored.
+	doc, id, err := client.WithID(doc)
+	if err != nil {
+		return nil, DecisionOutput{}, fieldError("request", err.Error())
+	}
 	sub, err := c.SubmitJSON(ctx, doc)
 	if err != nil {
+		if ctx.Err() != nil && in.WithdrawOnCancel && id != "" {
+			t.withdrawCancelled(ctx, c, id)
+		}
 		return nil, DecisionOutput{}, toolError(err)
 	}
 	if in.Wait != nil && !*in.Wait {
@@ -198,17 +207,23 @@ func (t *tools) requestDecision(ctx context.Context, req *mcp.CallToolRequest, i
 		return result(sub.View, "")
 	}
 	view, waiting, err := t.wait(ctx, req, c, sub.ID, in.TimeoutSeconds)
-	if err != nil && ctx.Err() != nil && in.WithdrawOnCancel {
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if _, werr := c.Withdraw(wctx, sub.ID); werr == nil {
-			return nil, DecisionOutput{}, fmt.Errorf("request %s: the call was cancelled and the request withdrawn", sub.ID)
-		}
+	if err != nil && ctx.Err() != nil && in.WithdrawOnCancel && t.withdrawCancelled(ctx, c, sub.ID) {
+		return nil, DecisionOutput{}, fmt.Errorf("request %s: the call was cancelled and the request withdrawn", sub.ID)
 	}
 	if err != nil {
 		return nil, DecisionOutput{}, toolError(err)
 	}
 	return result(view, waiting)
+}
+
+// withdrawCancelled withdraws the request of a call cancelled with
+// withdraw_on_cancel (a 404 for one never stored is fine); true when it
+// did.
+func (t *tools) withdrawCancelled(ctx context.Context, c *client.Client, id string) bool {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_, err := c.Withdraw(wctx, id)
+	return err == nil
 }
 
 func (t *tools) getDecision(ctx context.Context, req *mcp.CallToolRequest, in GetDecisionInput) (*mcp.CallToolResult, DecisionOutput, error) {
