@@ -1,0 +1,58 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Every measurement at a tiny size produces sane numbers. Nothing here
+// asserts how fast anything is: the machine may be busy.
+func TestSmoke(t *testing.T) {
+	if os.Getenv("REDIS_URL") == "" {
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			t.Skip("needs REDIS_URL or redis-server on PATH")
+		}
+	}
+	cfg := Config{
+		Only:     map[string]bool{"intake": true, "latency": true, "memory": true, "burst": true},
+		Duration: 300 * time.Millisecond, Concurrency: 4, Rate: 60,
+		MemoryN: 20, BurstN: 20, BurstInterval: 20 * time.Millisecond,
+	}
+	r, err := Run(cfg, t.Output())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Machine.Cores < 1 || r.Machine.Redis == "" || r.Machine.Redis == "unknown" {
+		t.Errorf("machine: %+v", r.Machine)
+	}
+	in := r.Intake
+	if in.Bot.Requests == 0 || in.Floor.Requests == 0 || in.Bot.Errors != 0 || in.Floor.Errors != 0 {
+		t.Errorf("intake: %+v", in)
+	}
+	if in.Ratio <= 0 || in.Bot.CPUPer1000 <= 0 || in.Floor.CPUPer1000 <= 0 || in.Bot.RedisPer1000 <= 0 {
+		t.Errorf("intake ratio or CPU: %+v", in)
+	}
+	for name, l := range map[string]Latency{"bot": r.Latency.Bot, "floor": r.Latency.Floor} {
+		if l.Sent < 10 || l.Errors != 0 || l.P50ms <= 0 || l.P99ms < l.P50ms || l.MaxMs < l.P99ms {
+			t.Errorf("latency of %s: %+v", name, l)
+		}
+	}
+	m := r.Memory
+	if m.N != 20 || m.Keys == 0 || m.PerRequest <= 0 || m.UsedPerRequest <= 0 {
+		t.Errorf("memory: %+v", m)
+	}
+	b := r.Burst
+	if b.TimedOut || b.Posted != 20 || b.Lost != 0 || b.Doubled != 0 || b.PostCalls != 20 || b.Seconds <= 0 || b.Ratio <= 0 {
+		t.Errorf("burst: %+v", b)
+	}
+	var out strings.Builder
+	printTable(&out, r, cfg)
+	for _, want := range []string{"Machine:", "Intake, closed loop", "open loop", "MEMORY USAGE", "Burst of 20"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}

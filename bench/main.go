@@ -1,0 +1,213 @@
+// Command bench measures issue #17's figures in one run, side by side with a
+// floor server: intake throughput against a minimal handler that decodes the
+// same JSON body and makes one Redis round trip (same redis-server, same
+// concurrency, closed loop); intake latency at a fixed open-loop rate
+// (measured from each request's scheduled time); Redis bytes per pending
+// request; a burst into one channel with the Slack emulator enforcing its
+// per-channel pace; and CPU-seconds per 1,000 requests.
+//
+//	go run ./bench [-only intake,latency,memory,burst] [-duration 5s] [-c 32]
+//	               [-rate 500] [-memory-n 1000] [-burst-n 300] [-burst-interval 100ms] [-json]
+//
+// It needs REDIS_URL or a redis-server on PATH (started on a free loopback
+// port and stopped at the end); every key it writes is deleted at the end.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Config is one run's sizes.
+type Config struct {
+	Only          map[string]bool
+	Duration      time.Duration // each closed and open loop
+	Concurrency   int
+	Rate          float64
+	MemoryN       int
+	BurstN        int
+	BurstInterval time.Duration
+}
+
+// Machine is where the run was.
+type Machine struct {
+	CPU       string `json:"cpu"`
+	Cores     int    `json:"cores"`
+	LoadAvg   string `json:"loadavg_at_start"`
+	Go        string `json:"go"`
+	Redis     string `json:"redis"`
+	RedisFrom string `json:"redis_from"`
+}
+
+// Results is everything one run measured; a section is nil when skipped.
+type Results struct {
+	Machine Machine   `json:"machine"`
+	Intake  *Intake   `json:"intake,omitempty"`
+	Latency *OpenLoop `json:"latency,omitempty"`
+	Memory  *Memory   `json:"memory,omitempty"`
+	Burst   *Burst    `json:"burst,omitempty"`
+}
+
+var measurements = []string{"intake", "latency", "memory", "burst"}
+
+func main() {
+	only := flag.String("only", strings.Join(measurements, ","), "measurements to run: "+strings.Join(measurements, ","))
+	cfg := Config{}
+	flag.DurationVar(&cfg.Duration, "duration", 5*time.Second, "length of each closed loop (intake) and open loop (latency)")
+	flag.IntVar(&cfg.Concurrency, "c", 32, "closed-loop senders, the same for the bot and the floor")
+	flag.Float64Var(&cfg.Rate, "rate", 500, "open-loop rate, requests/s")
+	flag.IntVar(&cfg.MemoryN, "memory-n", 1000, "pending requests created for the memory measurement")
+	flag.IntVar(&cfg.BurstN, "burst-n", 300, "requests in the one-channel burst")
+	flag.DurationVar(&cfg.BurstInterval, "burst-interval", 100*time.Millisecond, "per-channel posting pace of the emulator and the bot (10 posts/s)")
+	asJSON := flag.Bool("json", false, "print JSON instead of a table")
+	flag.Parse()
+	cfg.Only = map[string]bool{}
+	for _, m := range strings.Split(*only, ",") {
+		m = strings.TrimSpace(m)
+		if m == "" {
+			continue
+		}
+		if !strings.Contains(","+strings.Join(measurements, ",")+",", ","+m+",") {
+			fmt.Fprintf(os.Stderr, "bench: unknown measurement %q (have %s)\n", m, strings.Join(measurements, ","))
+			os.Exit(2)
+		}
+		cfg.Only[m] = true
+	}
+	r, err := Run(cfg, os.Stderr)
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(r)
+	} else {
+		printTable(os.Stdout, r, cfg)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// Run makes the measurements cfg names, in order, on one redis-server.
+func Run(cfg Config, logw io.Writer) (Results, error) {
+	var r Results
+	r.Machine = machine()
+	e, err := newEnv(logw)
+	if err != nil {
+		return r, err
+	}
+	defer e.Close()
+	r.Machine.Redis = redisVersion(e)
+	r.Machine.RedisFrom = "REDIS_URL"
+	if e.started != nil {
+		r.Machine.RedisFrom = "redis-server started by bench"
+	}
+	if cfg.Only["intake"] {
+		v, err := e.measureIntake(cfg.Concurrency, cfg.Duration)
+		r.Intake = &v
+		if err != nil {
+			return r, err
+		}
+	}
+	if cfg.Only["latency"] {
+		v, err := e.measureLatency(cfg.Rate, cfg.Duration)
+		r.Latency = &v
+		if err != nil {
+			return r, err
+		}
+	}
+	if cfg.Only["memory"] {
+		v, err := e.measureMemory(cfg.MemoryN)
+		r.Memory = &v
+		if err != nil {
+			return r, err
+		}
+	}
+	if cfg.Only["burst"] {
+		v, err := e.measureBurst(cfg.BurstN, cfg.BurstInterval)
+		r.Burst = &v
+		if err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+func machine() Machine {
+	m := Machine{CPU: "unknown", Cores: runtime.NumCPU(), Go: runtime.Version()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			m.LoadAvg = strings.Join(f[:3], " ")
+		}
+	} else if out, err := exec.Command("uptime").Output(); err == nil {
+		m.LoadAvg = strings.TrimSpace(string(out))
+	}
+	return m
+}
+
+func redisVersion(e *env) string {
+	info, _ := e.rdb.Info(bgctx(), "server").Result()
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return v
+		}
+	}
+	return "unknown"
+}
+
+func printTable(out io.Writer, r Results, cfg Config) {
+	m := r.Machine
+	fmt.Fprintf(out, "Machine: %s, %d cores, load average %s at start; %s; Redis %s (%s)\n\n",
+		m.CPU, m.Cores, m.LoadAvg, m.Go, m.Redis, m.RedisFrom)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "Measure\tapprovalbot\tfloor\tbot/floor or note")
+	fmt.Fprintln(w, "-------\t-----------\t-----\t-----------------")
+	if in := r.Intake; in != nil {
+		fmt.Fprintf(w, "Intake, closed loop (%d senders, %v), req/s\t%.0f\t%.0f\t%.2f×\n",
+			in.Concurrency, cfg.Duration, in.Bot.PerSecond, in.Floor.PerSecond, in.Ratio)
+		fmt.Fprintf(w, "  errors\t%d\t%d\t\n", in.Bot.Errors, in.Floor.Errors)
+		fmt.Fprintf(w, "CPU-s per 1,000 requests, this process (server + load generator)\t%.3f\t%.3f\t%.2f×\n",
+			in.Bot.CPUPer1000, in.Floor.CPUPer1000, ratio(in.Bot.CPUPer1000, in.Floor.CPUPer1000))
+		fmt.Fprintf(w, "CPU-s per 1,000 requests, redis-server\t%.3f\t%.3f\t%.2f×\n",
+			in.Bot.RedisPer1000, in.Floor.RedisPer1000, ratio(in.Bot.RedisPer1000, in.Floor.RedisPer1000))
+	}
+	if l := r.Latency; l != nil {
+		fmt.Fprintf(w, "Intake latency, open loop %.0f req/s for %v: p50 / p99 / max ms\t%.2f / %.2f / %.2f\t%.2f / %.2f / %.2f\tp99 %.2f×\n",
+			l.Bot.Rate, cfg.Duration, l.Bot.P50ms, l.Bot.P99ms, l.Bot.MaxMs, l.Floor.P50ms, l.Floor.P99ms, l.Floor.MaxMs, ratio(l.Bot.P99ms, l.Floor.P99ms))
+		fmt.Fprintf(w, "  sent / errors / achieved req/s\t%d / %d / %.0f\t%d / %d / %.0f\t\n",
+			l.Bot.Sent, l.Bot.Errors, l.Bot.Achieved, l.Floor.Sent, l.Floor.Errors, l.Floor.Achieved)
+	}
+	if mm := r.Memory; mm != nil {
+		fmt.Fprintf(w, "Redis per pending request, MEMORY USAGE (%d requests, %d keys), bytes\t%.0f\t\t\n", mm.N, mm.Keys, mm.PerRequest)
+		fmt.Fprintf(w, "Redis per pending request, INFO used_memory delta, bytes\t%.0f\t\t\n", mm.UsedPerRequest)
+	}
+	if b := r.Burst; b != nil {
+		fmt.Fprintf(w, "Burst of %d into one channel at 1 post/%v: first intake → last post, s\t%.2f\tbound %.2f\t%.2f× the bound\n",
+			b.N, time.Duration(b.IntervalMs*float64(time.Millisecond)), b.Seconds, b.BoundSeconds, b.Ratio)
+		fmt.Fprintf(w, "  posted / lost / doubled / out of order / 429s\t%d / %d / %d / %d / %d\t\tin arrival order: %v%s\n",
+			b.Posted, b.Lost, b.Doubled, b.OutOfOrder, b.Refused, b.InOrder, map[bool]string{true: " (TIMED OUT)"}[b.TimedOut])
+	}
+	_ = w.Flush()
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}

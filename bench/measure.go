@@ -1,0 +1,415 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/approvalbot/approvalbot/internal/slackemu"
+)
+
+// Throughput is a closed loop of Concurrency senders against one server.
+type Throughput struct {
+	Requests     int64   `json:"requests"`
+	Errors       int64   `json:"errors"`
+	Seconds      float64 `json:"seconds"`
+	PerSecond    float64 `json:"per_second"`
+	ProcessCPU   float64 `json:"process_cpu_seconds"` // this process: server and load generator
+	RedisCPU     float64 `json:"redis_cpu_seconds"`   // redis-server, from INFO cpu
+	CPUPer1000   float64 `json:"process_cpu_seconds_per_1000"`
+	RedisPer1000 float64 `json:"redis_cpu_seconds_per_1000"`
+}
+
+// Latency is an open loop at a fixed rate: request i is due at start + i/rate
+// and its latency counts from then, so a slow server is not excused by the
+// sender waiting for it (no coordinated omission).
+type Latency struct {
+	Rate     float64 `json:"rate"`
+	Sent     int     `json:"sent"`
+	Errors   int     `json:"errors"`
+	P50ms    float64 `json:"p50_ms"`
+	P99ms    float64 `json:"p99_ms"`
+	MaxMs    float64 `json:"max_ms"`
+	Achieved float64 `json:"achieved_per_second"`
+}
+
+// Memory is what N pending requests cost in Redis.
+type Memory struct {
+	N               int     `json:"n"`
+	Keys            int     `json:"keys"`
+	MemoryUsage     int64   `json:"memory_usage_bytes"` // MEMORY USAGE summed over the keys
+	PerRequest      float64 `json:"memory_usage_per_request"`
+	UsedMemoryDelta int64   `json:"used_memory_delta"` // INFO memory used_memory after - before
+	UsedPerRequest  float64 `json:"used_memory_per_request"`
+}
+
+// Burst is N requests into one channel with the emulator enforcing pacing.
+type Burst struct {
+	N            int     `json:"n"`
+	IntervalMs   float64 `json:"interval_ms"`
+	BoundSeconds float64 `json:"bound_seconds"` // N × interval
+	Seconds      float64 `json:"seconds"`       // first intake to last accepted post
+	Ratio        float64 `json:"ratio"`
+	Posted       int     `json:"posted"`        // requests with a message
+	PostCalls    int     `json:"post_calls_ok"` // accepted chat.postMessage calls
+	Refused      int     `json:"post_calls_429"`
+	Lost         int     `json:"lost"`
+	Doubled      int     `json:"doubled"`
+	OutOfOrder   int     `json:"out_of_order"` // posts that left before an earlier-arrived request's
+	InOrder      bool    `json:"in_order"`
+	TimedOut     bool    `json:"timed_out"`
+}
+
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// redisCPU is redis-server's used_cpu_user + used_cpu_sys.
+func (e *env) redisCPU() float64 {
+	info, err := e.rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		return 0
+	}
+	return infoFloat(info, "used_cpu_user") + infoFloat(info, "used_cpu_sys")
+}
+
+func infoFloat(info, field string) float64 {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
+}
+
+// closedLoop runs conc senders against url for warm + d and counts what
+// completes in d.
+func (e *env) closedLoop(url string, conc int, warm, d time.Duration) Throughput {
+	c := newClient()
+	defer c.CloseIdleConnections()
+	var counting atomic.Bool
+	var n, errs atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				err := post(c, url, e.requestBody(fmt.Sprintf("b%d", e.seq.Add(1))))
+				if counting.Load() {
+					if err != nil {
+						errs.Add(1)
+					} else {
+						n.Add(1)
+					}
+				}
+			}
+		})
+	}
+	time.Sleep(warm)
+	cpu0, r0, t0 := processCPU(), e.redisCPU(), time.Now()
+	counting.Store(true)
+	time.Sleep(d)
+	counting.Store(false)
+	el, cpu1, r1 := time.Since(t0), processCPU(), e.redisCPU()
+	close(stop)
+	wg.Wait()
+	t := Throughput{Requests: n.Load(), Errors: errs.Load(), Seconds: el.Seconds(),
+		ProcessCPU: cpu1 - cpu0, RedisCPU: r1 - r0}
+	t.PerSecond = float64(t.Requests) / t.Seconds
+	if t.Requests > 0 {
+		t.CPUPer1000 = t.ProcessCPU / float64(t.Requests) * 1000
+		t.RedisPer1000 = t.RedisCPU / float64(t.Requests) * 1000
+	}
+	return t
+}
+
+// openLoop sends at rate for d, each request on its own goroutine at its
+// scheduled time, and measures each from that time.
+func (e *env) openLoop(url string, rate float64, d time.Duration) Latency {
+	c := newClient()
+	defer c.CloseIdleConnections()
+	total := max(int(rate*d.Seconds()), 1)
+	lat := make([]time.Duration, total)
+	failed := make([]bool, total)
+	var wg sync.WaitGroup
+	start := time.Now().Add(10 * time.Millisecond)
+	for i := range total {
+		due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+		if w := time.Until(due); w > 0 {
+			time.Sleep(w)
+		}
+		body := e.requestBody(fmt.Sprintf("l%d", e.seq.Add(1)))
+		wg.Go(func() {
+			err := post(c, url, body)
+			lat[i] = time.Since(due)
+			failed[i] = err != nil
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	l := Latency{Rate: rate, Sent: total}
+	ok := lat[:0:0]
+	for i := range lat {
+		if failed[i] {
+			l.Errors++
+		} else {
+			ok = append(ok, lat[i])
+		}
+	}
+	l.Achieved = float64(len(ok)) / el.Seconds()
+	if len(ok) > 0 {
+		slices.Sort(ok)
+		l.P50ms = ms(percentile(ok, 0.50))
+		l.P99ms = ms(percentile(ok, 0.99))
+		l.MaxMs = ms(ok[len(ok)-1])
+	}
+	return l
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	i := int(p*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Intake is the throughput, latency and CPU of the bot and the floor.
+type Intake struct {
+	Concurrency int        `json:"concurrency"`
+	Bot         Throughput `json:"bot"`
+	Floor       Throughput `json:"floor"`
+	Ratio       float64    `json:"ratio"` // bot / floor requests per second
+}
+
+func (e *env) measureIntake(conc int, d time.Duration) (Intake, error) {
+	in, err := e.newBot(e.prefix("intake"), slackemu.New(slackemu.Options{MaxCalls: 1000}), time.Second)
+	if err != nil {
+		return Intake{}, err
+	}
+	defer in.Close()
+	floor := e.newFloor(e.prefix("floor"))
+	defer floor.Close()
+	warm := min(time.Second, d/5)
+	r := Intake{Concurrency: conc}
+	r.Floor = e.closedLoop(floor.URL, conc, warm, d)
+	r.Bot = e.closedLoop(in.http.URL, conc, warm, d)
+	if r.Floor.PerSecond > 0 {
+		r.Ratio = r.Bot.PerSecond / r.Floor.PerSecond
+	}
+	if r.Bot.Requests == 0 || r.Floor.Requests == 0 {
+		return r, fmt.Errorf("intake: nothing accepted (bot %d errors, floor %d errors)", r.Bot.Errors, r.Floor.Errors)
+	}
+	return r, nil
+}
+
+// OpenLoop is intake latency at a fixed rate, bot and floor.
+type OpenLoop struct {
+	Bot   Latency `json:"bot"`
+	Floor Latency `json:"floor"`
+}
+
+func (e *env) measureLatency(rate float64, d time.Duration) (OpenLoop, error) {
+	in, err := e.newBot(e.prefix("latency"), slackemu.New(slackemu.Options{MaxCalls: 1000}), time.Second)
+	if err != nil {
+		return OpenLoop{}, err
+	}
+	defer in.Close()
+	floor := e.newFloor(e.prefix("latfloor"))
+	defer floor.Close()
+	var r OpenLoop
+	r.Floor = e.openLoop(floor.URL, rate, d)
+	r.Bot = e.openLoop(in.http.URL, rate, d)
+	if r.Bot.Errors == r.Bot.Sent {
+		return r, errors.New("latency: every request failed")
+	}
+	return r, nil
+}
+
+// measureMemory creates n pending requests (no job runner, so none is
+// posted) under a fresh prefix and measures what Redis holds for them: every
+// key under the prefix (the requests and the structures they share: audit,
+// events, outbox, indexes), by MEMORY USAGE and by INFO's used_memory.
+func (e *env) measureMemory(n int) (Memory, error) {
+	prefix := e.prefix("memory")
+	in, err := e.newBot(prefix, slackemu.New(slackemu.Options{MaxCalls: 1000}), time.Second)
+	if err != nil {
+		return Memory{}, err
+	}
+	defer in.Close()
+	ctx := context.Background()
+	usedMemory := func() int64 {
+		info, _ := e.rdb.Info(ctx, "memory").Result()
+		return int64(infoFloat(info, "used_memory"))
+	}
+	before := usedMemory()
+	c := newClient()
+	defer c.CloseIdleConnections()
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	var firstErr atomic.Value
+	ids := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range ids {
+				if err := post(c, in.http.URL, e.requestBody(fmt.Sprintf("m%d-%d", e.seq.Add(1), i))); err != nil {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+				}
+			}
+		})
+	}
+	for i := range n {
+		ids <- i
+	}
+	close(ids)
+	wg.Wait()
+	if errs.Load() > 0 {
+		return Memory{}, fmt.Errorf("memory: %d of %d requests refused: %v", errs.Load(), n, firstErr.Load())
+	}
+	after := usedMemory()
+	m := Memory{N: n, UsedMemoryDelta: after - before}
+	iter := e.rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return m, err
+	}
+	m.Keys = len(keys)
+	for chunk := range slices.Chunk(keys, 500) {
+		p := e.rdb.Pipeline()
+		cmds := make([]interface{ Val() int64 }, 0, len(chunk))
+		for _, k := range chunk {
+			cmds = append(cmds, p.MemoryUsage(ctx, k, 0)) // SAMPLES 0: every element
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			return m, fmt.Errorf("memory: MEMORY USAGE: %w", err)
+		}
+		for _, c := range cmds {
+			m.MemoryUsage += c.Val()
+		}
+	}
+	m.PerRequest = float64(m.MemoryUsage) / float64(n)
+	m.UsedPerRequest = float64(m.UsedMemoryDelta) / float64(n)
+	return m, nil
+}
+
+// measureBurst sends n requests, one after another, all to the default
+// channel, with the emulator answering 429 to any chat.postMessage to a
+// channel sooner than interval after the previous one, and the bot pacing
+// that channel at the same interval (SLACK_POST_INTERVAL). It times the
+// first intake to the last accepted post and checks that each request was
+// posted once, in the order it arrived.
+func (e *env) measureBurst(n int, interval time.Duration) (Burst, error) {
+	emu := slackemu.New(slackemu.Options{EnforcePacing: true, PacingInterval: interval})
+	in, err := e.newBot(e.prefix("burst"), emu, interval)
+	if err != nil {
+		return Burst{}, err
+	}
+	defer in.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = in.svc.RunJobs(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	b := Burst{N: n, IntervalMs: ms(interval), BoundSeconds: (time.Duration(n) * interval).Seconds()}
+	c := newClient()
+	defer c.CloseIdleConnections()
+	ids := make([]string, n)
+	t0 := time.Now()
+	for i := range ids {
+		ids[i] = fmt.Sprintf("burst%d-%d", e.seq.Add(1), i)
+		if err := post(c, in.http.URL, e.requestBody(ids[i])); err != nil {
+			return b, fmt.Errorf("burst: request %d: %w", i, err)
+		}
+	}
+	// Wait for n accepted posts, then a little longer to see any double.
+	giveUp := time.Now().Add(time.Duration(float64(b.BoundSeconds)*10*float64(time.Second)) + 30*time.Second)
+	for {
+		ok, _ := postCalls(emu)
+		if len(ok) >= n {
+			break
+		}
+		if time.Now().After(giveUp) {
+			b.TimedOut = true
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(3 * interval)
+	ok, refused := postCalls(emu)
+	b.PostCalls, b.Refused = len(ok), refused
+	if len(ok) > 0 {
+		b.Seconds = ok[len(ok)-1].At.Sub(t0).Seconds()
+		b.Ratio = b.Seconds / b.BoundSeconds
+	}
+	// Each request's message, in the order the requests arrived.
+	seen := map[string]bool{}
+	var tss []string
+	for _, id := range ids {
+		rec, err := in.store.Get(context.Background(), id)
+		if err != nil || !rec.Posted() {
+			b.Lost++
+			continue
+		}
+		b.Posted++
+		if seen[rec.Slack.TS] {
+			b.Doubled++
+		}
+		seen[rec.Slack.TS] = true
+		tss = append(tss, rec.Slack.TS)
+	}
+	if b.PostCalls > b.Posted {
+		b.Doubled += b.PostCalls - b.Posted
+	}
+	latest := ""
+	for _, ts := range tss { // Slack ts: fixed-width "seconds.micros"
+		if tsLess(ts, latest) {
+			b.OutOfOrder++
+		} else {
+			latest = ts
+		}
+	}
+	b.InOrder = b.OutOfOrder == 0 && b.Lost == 0
+	return b, nil
+}
+
+// postCalls are the emulator's accepted chat.postMessage calls in the order
+// it answered them, and how many it refused.
+func postCalls(emu *slackemu.Server) (ok []slackemu.Call, refused int) {
+	for _, c := range emu.CallsTo("chat.postMessage") {
+		if c.Status == http.StatusOK && c.Error == "" {
+			ok = append(ok, c)
+		} else {
+			refused++
+		}
+	}
+	return ok, refused
+}
+
+// tsLess orders Slack message timestamps ("1700000000.000001").
+func tsLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
