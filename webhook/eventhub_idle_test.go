@@ -69,8 +69,11 @@ func TestEventHubReadsNothingWhileIdle(t *testing.T) {
 
 	s := a.open("/v1/requests/idle-1/events", tokenPM, resume)
 	seen := map[string]int{}
+	var last string
 	for range n {
-		seen[next(t, s).key()]++
+		ev := next(t, s)
+		seen[ev.key()]++
+		last = ev.ID
 	}
 	if got := src.after.Load(); got != 0 {
 		t.Errorf("the hub read the streams %d times for changes before the first stream opened, want none", got)
@@ -82,14 +85,62 @@ func TestEventHubReadsNothingWhileIdle(t *testing.T) {
 	e.answer("idle-1", "live", "U1")
 	changes <- "idle-1"
 	want["idle-1/"+store.EventInputReceived+"/live"]++
-	seen[next(t, s).key()]++
+	ev := next(t, s)
+	seen[ev.key()]++
+	last = ev.ID
 	if fmt.Sprint(seen) != fmt.Sprint(want) {
 		t.Errorf("events seen %v, want each of %v once", seen, want)
 	}
 	if ev, ok := s.Next(200 * time.Millisecond); ok {
 		t.Errorf("an extra event: %+v", ev)
 	}
-	if got := src.after.Load(); got == 0 {
+	reads := src.after.Load()
+	if reads == 0 {
 		t.Error("the hub did not read the stream for a change while a stream was open")
+	}
+
+	// Once the last stream closed the hub goes idle again (at its next
+	// wake-up), and the next stream makes it read the tails afresh.
+	s.Close()
+	waitStreams(t, hub, 0)
+	want, seen = map[string]int{}, map[string]int{}
+	for i := range n {
+		d := fmt.Sprintf("again%d", i)
+		e.answer("idle-1", d, "U1")
+		changes <- "idle-1"
+		want["idle-1/"+store.EventInputReceived+"/"+d]++
+	}
+	if got := src.after.Load(); got != reads {
+		t.Errorf("the hub read the streams %d times after the last stream closed, want none", got-reads)
+	}
+	r := a.open("/v1/requests/idle-1/events", tokenPM, last)
+	for range n {
+		seen[next(t, r).key()]++
+	}
+	if got, tails := src.after.Load(), src.tails.Load(); got != reads || tails != 2 {
+		t.Errorf("reopened: the hub read the streams %d more times and the tails %d times in all, want none and 2", got-reads, tails)
+	}
+	e.answer("idle-1", "live2", "U1")
+	changes <- "idle-1"
+	want["idle-1/"+store.EventInputReceived+"/live2"]++
+	seen[next(t, r).key()]++
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("reopened: events seen %v, want each of %v once", seen, want)
+	}
+	if ev, ok := r.Next(200 * time.Millisecond); ok {
+		t.Errorf("reopened: an extra event: %+v", ev)
+	}
+}
+
+// waitStreams waits until n streams are registered with the hub (a closed
+// stream unregisters when its handler notices the client left).
+func waitStreams(t *testing.T, hub *webhook.EventHub, n int) {
+	t.Helper()
+	guard := time.Now().Add(time.Minute)
+	for hub.Len() != n {
+		if time.Now().After(guard) {
+			t.Fatalf("%d streams registered, want %d", hub.Len(), n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
