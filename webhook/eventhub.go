@@ -32,7 +32,7 @@ type EventHubOptions struct {
 	// MaxStreams caps the open streams; default DefaultMaxStreams.
 	MaxStreams int
 	// Poll is how often every shard is read even without a wake-up (a
-	// lost pub/sub message); default 1s.
+	// lost pub/sub message) while streams are open; default 1s.
 	Poll time.Duration
 	// Heartbeat is how often an idle stream sends a comment; default 15s.
 	Heartbeat time.Duration
