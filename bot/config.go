@@ -17,7 +17,11 @@ import (
 // configuration table in docs/configuration.md documents each one (a test
 // checks that every setting has a row).
 type Config struct {
-	ListenAddr      string        `envconfig:"LISTEN_ADDR" default:":8080"`
+	ListenAddr string `envconfig:"LISTEN_ADDR" default:":8080"`
+	// AdminAddr, when set, is a second listener serving only the
+	// operators' endpoints (/debug/pprof/, /metrics): bind it to loopback
+	// or a private interface, never where agents or Slack reach (admin.go).
+	AdminAddr       string        `envconfig:"ADMIN_ADDR"`
 	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"20s"`
 	// ShutdownDrainDelay is how long /readyz answers 503 at SIGTERM while
 	// the listener still serves, so load balancers stop sending traffic
@@ -251,6 +255,7 @@ func (c *Config) validate() error {
 	if c.RequireRedis && c.EmbeddedRedis() {
 		add("REDIS_URL must name a real Redis with REQUIRE_REDIS=true (got %q): the embedded in-memory store is refused", c.RedisURL)
 	}
+	c.validateAdminAddr(add)
 	if c.ShutdownDrainDelay < 0 || c.ShutdownDrainDelay > time.Minute {
 		add("SHUTDOWN_DRAIN_DELAY must be from 0 to 1m")
 	}

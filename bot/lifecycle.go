@@ -71,6 +71,7 @@ const (
 	StepSandbox    = "sandbox"
 	StepHTTP       = "http"
 	StepJobs       = "jobs"
+	StepAdmin      = "admin"
 )
 
 // Run listens on LISTEN_ADDR and serves the service's HTTP handler, drains
@@ -93,6 +94,9 @@ const (
 //     runner, so the runner stops after them.
 //  5. Jobs: running jobs finish and settle (ack, retry), then the Slack
 //     calls queued after acknowledged interactions drain.
+//  6. Admin (ADMIN_ADDR set): the admin listener closes last, so a slow
+//     shutdown can still be profiled; for at most SHUTDOWN_TIMEOUT, then
+//     a profile still being taken is cut off.
 //
 // Redis is not Run's: the caller opened it and releases it after Run
 // returns, since every step above may still use it. Run returns the error
@@ -105,6 +109,14 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		s.Close()
 		return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
+	}
+	var adminLn net.Listener
+	if cfg.AdminAddr != "" {
+		if adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
+			_ = ln.Close()
+			s.Close()
+			return fmt.Errorf("listen on ADMIN_ADDR %s: %w", cfg.AdminAddr, err)
+		}
 	}
 	build := ReadBuildInfo()
 	log.InfoContext(ctx, "approvalbot listening", "addr", ln.Addr().String(), "version", build.Version, "commit", build.Commit,
@@ -121,6 +133,16 @@ func (s *Service) Run(ctx context.Context) error {
 	bg := context.WithoutCancel(ctx)
 
 	// Pushed in the order they start, so they stop in the order above.
+	if adminLn != nil {
+		admin := s.adminServer(bg)
+		log.InfoContext(ctx, "admin listener (/debug/pprof/, /metrics)", "addr", adminLn.Addr().String())
+		go func() {
+			if err := admin.Serve(adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.ErrorContext(ctx, "admin listener failed", "err", err)
+			}
+		}()
+		stops.Push(StepAdmin, stopServer(admin, cfg.ShutdownTimeout))
+	}
 	stops.Push(StepJobs, goUntilStopped(bg, func(ctx context.Context) { _ = s.RunJobs(ctx) }))
 	srv := s.httpServer(bg)
 	serveErr := make(chan error, 1)

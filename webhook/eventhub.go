@@ -32,7 +32,7 @@ type EventHubOptions struct {
 	// MaxStreams caps the open streams; default DefaultMaxStreams.
 	MaxStreams int
 	// Poll is how often every shard is read even without a wake-up (a
-	// lost pub/sub message); default 1s.
+	// lost pub/sub message) while streams are open; default 1s.
 	Poll time.Duration
 	// Heartbeat is how often an idle stream sends a comment; default 15s.
 	Heartbeat time.Duration
@@ -50,6 +50,11 @@ type EventHubOptions struct {
 // connection of their own. Each stream reads what it missed (its resume
 // point up to now) from Redis itself and drops what it already sent, so
 // what it sends is exact whatever the hub's timing.
+//
+// While no stream is open the hub reads nothing (it only drains the change
+// feed) and forgets its positions; the first stream to open wakes it, and
+// it reads the shards' tails again before that stream is let through, so
+// every event after them is fanned out to it.
 type EventHub struct {
 	src  EventSource
 	opts EventHubOptions
@@ -60,10 +65,15 @@ type EventHub struct {
 	n      int
 	closed bool
 	done   chan struct{}
-	// ready is closed once the hub knows where each shard's stream is:
-	// a stream registers only then, so every event after what it read
-	// itself reaches it.
-	ready chan struct{}
+	// active is whether the hub knows where each shard's stream is and
+	// reads on: only while streams are registered. seeded is closed once
+	// it is (a new channel each time the hub goes idle): a stream waits
+	// for it after registering, so every event after what it read itself
+	// reaches it.
+	active bool
+	seeded chan struct{}
+	// kick wakes the idle hub when a stream registers.
+	kick chan struct{}
 }
 
 // eventSub is one open stream's mailbox. lagged is closed when the hub had
@@ -91,7 +101,7 @@ func NewEventHub(ctx context.Context, src EventSource, changes <-chan string, op
 		opts.Buffer = 256
 	}
 	h := &EventHub{src: src, opts: opts, log: opts.Logger, byAgt: map[string]map[*eventSub]struct{}{},
-		done: make(chan struct{}), ready: make(chan struct{})}
+		done: make(chan struct{}), seeded: make(chan struct{}), kick: make(chan struct{}, 1)}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -112,20 +122,6 @@ func (h *EventHub) Len() int {
 func (h *EventHub) run(ctx context.Context, changes <-chan string) {
 	defer h.stop()
 	var pos []string
-	for pos == nil {
-		tails, err := h.src.EventTails(ctx)
-		if err == nil {
-			pos = tails
-			close(h.ready)
-			break
-		}
-		h.log.WarnContext(ctx, "events: read stream tails", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(h.opts.Poll):
-		}
-	}
 	tick := time.NewTicker(h.opts.Poll)
 	defer tick.Stop()
 	dirty := make([]bool, store.Shards)
@@ -154,6 +150,26 @@ func (h *EventHub) run(ctx context.Context, changes <-chan string) {
 			for i := range dirty {
 				dirty[i] = true
 			}
+		case <-h.kick:
+		}
+		switch h.engage() {
+		case hubIdle:
+			clear(dirty)
+			continue
+		case hubUnseeded:
+			tails, ok := h.tails(ctx)
+			if !ok {
+				continue // again at the next tick (or change, or stream)
+			}
+			// Every event so far is at or before the tails: the streams
+			// waiting read those themselves.
+			pos = tails
+			clear(dirty)
+			h.mu.Lock()
+			h.active = true
+			close(h.seeded)
+			h.mu.Unlock()
+			continue
 		}
 		for shard, d := range dirty {
 			if d {
@@ -161,6 +177,46 @@ func (h *EventHub) run(ctx context.Context, changes <-chan string) {
 			}
 		}
 	}
+}
+
+type hubState int
+
+const (
+	hubIdle     hubState = iota // no stream: read nothing
+	hubUnseeded                 // streams wait for the tails
+	hubActive                   // read on from the positions
+)
+
+// engage is what the hub does at a wake-up: with no stream registered it
+// goes idle (the next stream waits for fresh tails).
+func (h *EventHub) engage() hubState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.n == 0:
+		if h.active {
+			h.active = false
+			h.seeded = make(chan struct{})
+		}
+		return hubIdle
+	case !h.active:
+		return hubUnseeded
+	}
+	return hubActive
+}
+
+// tails reads where each shard's stream ends; false when Redis failed.
+func (h *EventHub) tails(ctx context.Context) ([]string, bool) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	tails, err := h.src.EventTails(rctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.WarnContext(ctx, "events: read stream tails", "err", err)
+		}
+		return nil, false
+	}
+	return tails, true
 }
 
 // readShard fans out the shard's events after *pos; false when Redis
@@ -203,23 +259,17 @@ func (h *EventHub) fanOut(e store.Event) {
 }
 
 // subscribe registers a stream for agent's events (of one request when
-// request is not ""), once the hub is ready (or ctx ends). Register before
-// reading what was missed: then every event is either read or delivered,
-// or both (and deduplicated).
+// request is not ""), and returns once the hub knows where each shard's
+// stream is (or ctx ends). Register before reading what was missed: then
+// every event is either read or delivered, or both (and deduplicated).
 func (h *EventHub) subscribe(ctx context.Context, agent, request string) (*eventSub, error) {
-	select {
-	case <-h.ready:
-	case <-h.done:
-		return nil, errHubClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	switch {
 	case h.closed:
+		h.mu.Unlock()
 		return nil, errHubClosed
 	case h.n >= h.opts.MaxStreams:
+		h.mu.Unlock()
 		return nil, ErrTooManyStreams
 	}
 	sub := &eventSub{agent: agent, request: request, ch: make(chan store.Event, h.opts.Buffer), lagged: make(chan struct{})}
@@ -230,7 +280,23 @@ func (h *EventHub) subscribe(ctx context.Context, agent, request string) (*event
 	}
 	set[sub] = struct{}{}
 	h.n++
-	return sub, nil
+	seeded := h.seeded
+	if !h.active {
+		select {
+		case h.kick <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
+	h.mu.Unlock()
+	select {
+	case <-seeded:
+		return sub, nil
+	case <-h.done:
+		return nil, errHubClosed
+	case <-ctx.Done():
+		h.unsubscribe(sub)
+		return nil, ctx.Err()
+	}
 }
 
 // unsubscribe gives a stream's registration up (once dropped, a no-op).

@@ -345,6 +345,33 @@ func TestChartRedisURLs(t *testing.T) {
 	}
 }
 
+// The admin listener is off by default; admin.enabled binds it to the
+// pod's loopback, with no container port, and the bot accepts it.
+func TestChartAdminListener(t *testing.T) {
+	c := render(t, "").deployments[0].Spec.Template.Spec.Containers[0]
+	if got := env(c, "ADMIN_ADDR"); got != "" {
+		t.Errorf("ADMIN_ADDR %q by default, want it unset (off)", got)
+	}
+	r := render(t, "", "--set", "admin.enabled=true,admin.port=6061")
+	c = r.deployments[0].Spec.Template.Spec.Containers[0]
+	if got := env(c, "ADMIN_ADDR"); got != "127.0.0.1:6061" {
+		t.Errorf("admin.enabled: ADMIN_ADDR %q, want 127.0.0.1:6061 (loopback only)", got)
+	}
+	for _, p := range c.Ports {
+		if p.ContainerPort == 6061 {
+			t.Errorf("admin.enabled: the container exposes the admin port: %+v", c.Ports)
+		}
+	}
+	for _, s := range r.services {
+		for _, p := range s.Spec.Ports {
+			if p.TargetPort.IntValue() == 6061 || p.Port == 6061 {
+				t.Errorf("admin.enabled: a Service routes to the admin port: %+v", s.Spec.Ports)
+			}
+		}
+	}
+	checkConfigLoads(t, r, c)
+}
+
 // Values that cannot make a working deployment fail the render, saying why.
 func TestChartRefusesBadValues(t *testing.T) {
 	h := helm(t)
@@ -355,6 +382,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		"redis.mode=sentinel,redis.masterName=":     "sentinel needs redis.masterName",
 		"config.REDIS_URL=redis://elsewhere:6379/0": "config.REDIS_URL is set by the chart",
 		"config.REQUIRE_REDIS=false":                "config.REQUIRE_REDIS is set by the chart",
+		"config.ADMIN_ADDR=0.0.0.0:6060":            "config.ADMIN_ADDR is set by the chart",
 	} {
 		out, err := exec.Command(h, "template", "rel", chartDir, "--set", args).CombinedOutput()
 		if err == nil || !bytes.Contains(out, []byte(want)) {
