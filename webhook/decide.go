@@ -64,28 +64,12 @@ type decideFunc func(ctx context.Context, id string, by aah.Person, body json.Ra
 // are 401 (no such token) or 403 (an agent without a grant).
 func (a *API) decider(action string, h decideFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		by, ok := a.deciderOf(w, r)
+		r, cancel, by, body, ok := a.openDecision(w, r, action)
 		if !ok {
-			a.opts.Metrics.decision(action, "unauthorized")
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), a.opts.StoreTimeout)
 		defer cancel()
-		r = r.WithContext(ctx)
-		if by.Agent == "" && a.opts.Names != nil {
-			name, err := a.opts.Names.UserName(ctx, by.ID)
-			if err != nil {
-				// Best effort: the answer is theirs either way, and the
-				// response names them by id.
-				a.log.WarnContext(ctx, "could not look up a reviewer's name", "user", by.ID, "err", err)
-			}
-			by.Name = name
-		}
-		body, ok := readDecisionBody(w, r)
-		if !ok {
-			a.opts.Metrics.decision(action, "invalid")
-			return
-		}
+		ctx := r.Context()
 		id := r.PathValue("id")
 		out, probs, err := h(ctx, id, by, body)
 		if len(probs) > 0 {
@@ -168,6 +152,35 @@ func (a *API) deciderOf(w http.ResponseWriter, r *http.Request) (aah.Person, boo
 		return aah.Person{}, false
 	}
 	return aah.Person{ID: as, Name: agent, Agent: agent, Via: aah.ViaAPI}, true
+}
+
+// openDecision starts every decision API call: it authenticates the
+// decider (401/403 answered here), bounds the call by STORE_TIMEOUT (the
+// returned request carries that context; the caller defers cancel), names
+// the person from the directory, and reads the body (answered 400/413
+// here). ok is false when the call was answered.
+func (a *API) openDecision(w http.ResponseWriter, r *http.Request, action string) (_ *http.Request, cancel context.CancelFunc, by aah.Person, body json.RawMessage, ok bool) {
+	if by, ok = a.deciderOf(w, r); !ok {
+		a.opts.Metrics.decision(action, "unauthorized")
+		return r, nil, by, nil, false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), a.opts.StoreTimeout)
+	r = r.WithContext(ctx)
+	if by.Agent == "" && a.opts.Names != nil {
+		name, err := a.opts.Names.UserName(ctx, by.ID)
+		if err != nil {
+			// Best effort: the answer is theirs either way, and the
+			// response names them by id.
+			a.log.WarnContext(ctx, "could not look up a reviewer's name", "user", by.ID, "err", err)
+		}
+		by.Name = name
+	}
+	if body, ok = readDecisionBody(w, r); !ok {
+		a.opts.Metrics.decision(action, "invalid")
+		cancel()
+		return r, nil, by, nil, false
+	}
+	return r, cancel, by, body, true
 }
 
 // readDecisionBody reads a JSON body (an empty one reads as {}).

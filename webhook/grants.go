@@ -123,22 +123,12 @@ type grantView struct {
 // agent's action key for duration (a Go duration: "15m", "1h", at most
 // STANDING_APPROVAL_MAX).
 func (a *API) grant(w http.ResponseWriter, r *http.Request) {
-	by, ok := a.deciderOf(w, r)
+	r, cancel, by, body, ok := a.openDecision(w, r, ActionGrant)
 	if !ok {
-		a.opts.Metrics.decision(ActionGrant, "unauthorized")
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), a.opts.StoreTimeout)
 	defer cancel()
-	r = r.WithContext(ctx)
-	if by.Agent == "" && a.opts.Names != nil {
-		by.Name, _ = a.opts.Names.UserName(ctx, by.ID) // best effort, as for /answers
-	}
-	body, ok := readDecisionBody(w, r)
-	if !ok {
-		a.opts.Metrics.decision(ActionGrant, "invalid")
-		return
-	}
+	ctx := r.Context()
 	var in struct {
 		DecisionID string `json:"decision_id"`
 		Duration   string `json:"duration"`
