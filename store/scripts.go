@@ -396,15 +396,3 @@ if tonumber(ARGV[1]) > mark + 1 or tonumber(ARGV[2]) <= mark then return 0 end
 redis.call('SET', KEYS[1], ARGV[2])
 return 1
 `)
-
-// setFence writes a write fence (WriteBy): a key that exists until ARGV[1].
-// It is a script rather than a plain SET … PXAT because the embedded store
-// (miniredis) reads its clock unlocked while parsing SET's PXAT, racing the
-// clock it is given before every command; inside a script the command runs
-// under the server's lock. On Redis it is the same SET.
-//
-//	KEYS[1] -> <p>:{sNN}:fence:<uuid>
-//	ARGV[1] -> when the fence expires, Unix ms
-var setFence = redis.NewScript(`
-return redis.call('SET', KEYS[1], '1', 'PXAT', ARGV[1])
-`)

@@ -75,6 +75,8 @@ type Store struct {
 	openCounts bool
 	// eventsRetention: see Options.EventsRetention.
 	eventsRetention time.Duration
+	// sealer is woken by writes that append global audit entries (seal.go).
+	sealer *sealer
 }
 
 // New returns a Store over rdb, which may be a standalone, Sentinel or
@@ -89,6 +91,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Store, error) {
 		deadCap: cmp.Or(opts.DeadLetterCap, 1000),
 		now:     opts.Now,
 		hasher:  auditHasher{key: opts.AuditKey},
+		sealer:  newSealer(),
 
 		homeJobs:   opts.HomeJobs,
 		notifyJobs: opts.NotifyJobs,
