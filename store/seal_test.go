@@ -183,4 +183,3 @@ func hasProblem(rep store.VerifyReport, substr string) bool {
 	}
 	return false
 }
-
