@@ -180,6 +180,9 @@ func (w write) args(reqKey string) ([]string, []any) {
 		case cmdEvents:
 			key(a[1].(string))
 			key(a[4].(string))
+		case "publish":
+			// A channel, not a key (in any slot: PUBLISH reaches every
+			// node of a Cluster from whichever runs the script).
 		default:
 			key(a[1].(string))
 		}

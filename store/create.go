@@ -50,6 +50,7 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	now := s.now()
 	rec, _ = s.queueCreate(ctx, p, n, now)
 	s.queueEvents(ctx, p, rec, now, createEvents(n), eventsCursorField(n))
+	s.queuePublish(ctx, p, n.ID) // wakes the event streams' reader
 	rec.Events.Cursor, err = s.apply(ctx, s.keys.request(n.ID), write{cmds: p.Cmds(), writeBy: writeBy, create: guard, sealShard: shardOf(n.ID)})
 	if errors.Is(err, errGrantsMayMatch) {
 		return s.createMatchingGrants(ctx, n, writeBy, storedOnly)
@@ -61,7 +62,6 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 func (s *Store) created(ctx context.Context, id string, rec Record, byGrant bool, err error) (Record, bool, error) {
 	switch {
 	case err == nil:
-		s.publishChange(ctx, id) // wakes the event streams' reader
 		if byGrant {
 			rec, err = s.Get(ctx, id) // as the change left it
 			return rec, true, err
@@ -113,6 +113,7 @@ func (s *Store) createMatchingGrants(ctx context.Context, n NewRequest, writeBy 
 				}
 			}
 			s.queueEvents(ctx, p, rec, now, events, eventsCursorField(n))
+			s.queuePublish(ctx, p, n.ID)
 			rec.Events.Cursor, err = s.applyInTx(ctx, tx, reqKey, write{cmds: p.Cmds(), writeBy: writeBy, create: guard, sealShard: shard})
 			return err
 		}, s.keys.grantCopies(shard, n.Agent))

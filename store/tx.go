@@ -71,6 +71,9 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 			p := s.record()
 			s.queueChange(ctx, p, rec, parseHead(h["audit_head"]), ch)
 			s.queueEvents(ctx, p, rec, s.now(), events, "")
+			if !quiet {
+				s.queuePublish(ctx, p, id)
+			}
 			execSent = true
 			_, err = s.applyInTx(ctx, tx, reqKey, write{cmds: p.Cmds(), writeBy: writeBy, sealShard: shardOf(id)})
 			return err
@@ -81,9 +84,6 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 				// After the commit, in another slot: if this is lost the
 				// agent's count only overcounts, until reconcile.
 				_ = s.forgetOpen(ctx, agent, id)
-			}
-			if !quiet {
-				s.publishChange(ctx, id)
 			}
 			return s.Get(ctx, id)
 		case errors.Is(err, errNoChange):
@@ -246,10 +246,11 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 	}
 }
 
-// publishChange tells every process's waiters (long polls) that a request
-// changed. Best effort: waiters also time out and re-read.
-func (s *Store) publishChange(ctx context.Context, id string) {
-	_ = s.rdb.Publish(ctx, s.keys.changes(), id).Err()
+// queuePublish records the message that tells every process's waiters
+// (long polls, the event streams' reader) that a request changed, sent by
+// the write's script as it applies.
+func (s *Store) queuePublish(ctx context.Context, p redis.Pipeliner, id string) {
+	p.Publish(ctx, s.keys.changes(), id)
 }
 
 // SubscribeChanges delivers the id of every request that changes, from any
