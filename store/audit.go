@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -56,6 +57,31 @@ func (a auditHasher) sum(e AuditEntry) string {
 	h := a.new()
 	h.Write(payload)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// hashSuffix is how json.Marshal ends an entry whose Hash is empty (Hash is
+// its last field).
+const hashSuffix = `"hash":""}`
+
+// seal hashes e and returns its hash and its JSON with the hash in, from
+// one encoding: the JSON is the hashed payload with the hash written into
+// its last field.
+func (a auditHasher) seal(e AuditEntry) (sum, encoded string) {
+	e.Hash = ""
+	payload, _ := json.Marshal(e)
+	return a.sealPayload(payload)
+}
+
+// sealPayload is seal for an entry already encoded with an empty hash.
+func (a auditHasher) sealPayload(payload []byte) (sum, encoded string) {
+	h := a.new()
+	h.Write(payload)
+	sum = hex.EncodeToString(h.Sum(nil))
+	head, ok := bytes.CutSuffix(payload, []byte(hashSuffix))
+	if !ok {
+		panic("store: an audit entry's JSON does not end with its hash") // Hash is AuditEntry's last field
+	}
+	return sum, string(head) + `"hash":"` + sum + `"}`
 }
 
 // new is the hash of one entry, or of an export's lines.
@@ -487,8 +513,9 @@ func (s *Store) queueAudit(ctx context.Context, p redis.Pipeliner, id string, at
 		s.keys.request(id), boolArg(first)}
 	for _, ev := range events {
 		e := AuditEntry{Seq: reqHead.seq + 1, At: at.UTC(), RequestID: id, Event: ev.Event, Actor: ev.Actor, Data: ev.Data, Prev: reqHead.hash}
-		e.Hash = s.hasher.sum(e)
-		p.RPush(ctx, s.keys.auditRequest(id), mustJSON(e))
+		var encoded string
+		e.Hash, encoded = s.hasher.seal(e)
+		p.RPush(ctx, s.keys.auditRequest(id), encoded)
 		reqHead = chainHead{seq: e.Seq, hash: e.Hash}
 		// Seq 0 (the script writes the real one), Prev and Hash empty (the
 		// sealer writes them): an unsealed global entry.
