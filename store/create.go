@@ -133,11 +133,18 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	ms := now.UnixMilli()
 	reqHead := s.queueAudit(ctx, p, n.ID, now, chainHead{},
 		[]AuditEvent{{Event: "requested", Actor: "agent:" + n.Agent, Data: map[string]any{"channel": n.Channel}}}, true)
+	// Its jobs, in one ZADD: the timers, the post, the Home tabs' update.
+	jobs := make([]redis.Z, 0, len(n.Timers)+2)
 	timerIDs := make([]string, len(n.Timers))
 	for i, tm := range n.Timers {
 		timerIDs[i] = tm.ID
-		p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(tm.At.UnixMilli()), Member: tm.ID})
+		jobs = append(jobs, redis.Z{Score: float64(tm.At.UnixMilli()), Member: tm.ID})
 	}
+	jobs = append(jobs, redis.Z{Score: float64(ms), Member: jobID(JobPost, n.ID)})
+	if s.homeJobs {
+		jobs = append(jobs, redis.Z{Score: float64(ms), Member: jobID(JobHome, n.ID)})
+	}
+	p.ZAdd(ctx, s.keys.jobs(shard).due, jobs...)
 	reviewers := uniqueUsers(nil, n.Reviewers)
 	fields := map[string]string{"id": n.ID, "agent": n.Agent, "status": string(aah.StatusPending),
 		"timers": mustJSON(timerIDs), reviewerIdxField: mustJSON(reviewers),
@@ -149,10 +156,13 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	}
 	createEventsFields(n.Events, fields)
 	p.HSet(ctx, s.keys.request(n.ID), fields)
-	rec := decodeRecord(fields) // exactly what Get will read back
-	p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobPost, n.ID)})
-	if s.homeJobs {
-		p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobHome, n.ID)})
+	// Exactly what Get will read back (store_test checks it), made
+	// without decoding the fields just encoded.
+	rec := Record{ID: n.ID, Agent: n.Agent, Status: aah.StatusPending, Document: n.Document, BodyHash: n.BodyHash,
+		Channel: n.Channel, ResponseURL: n.ResponseURL, Version: 1, ReceivedAt: fromMs(ms), UpdatedAt: fromMs(ms),
+		Timers: nilIfEmpty(timerIDs), IndexedReviewers: nilIfEmpty(reviewers), noRequester: n.NoRequester}
+	if n.Events != nil && n.Events.URL != "" {
+		rec.Events = EventsState{URL: n.Events.URL, Types: nilIfEmpty(n.Events.Types)}
 	}
 	idxs := []string{s.keys.statusIndex(shard, aah.StatusPending), s.keys.agentIndex(shard, n.Agent, ""),
 		s.keys.agentIndex(shard, n.Agent, aah.StatusPending), s.keys.openIndex(shard),
@@ -181,4 +191,12 @@ type storedOnlyKey struct{}
 // deleted meanwhile (retention), storing it would bypass them.
 func StoredOnly(ctx context.Context) context.Context {
 	return context.WithValue(ctx, storedOnlyKey{}, true)
+}
+
+// nilIfEmpty is list as decodeTimers reads it back: nil when empty.
+func nilIfEmpty(list []string) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	return list
 }

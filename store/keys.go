@@ -89,6 +89,17 @@ const Shards = 16
 // <p> is the configurable prefix (default "ab"); sNN is the shard, 00..15.
 type keys struct {
 	prefix string
+	// slots are the shards' key prefixes ("<p>:{sNN}"), formatted once:
+	// every key of a request starts with one.
+	slots *[Shards]string
+}
+
+func newKeys(prefix string) keys {
+	k := keys{prefix: prefix, slots: new([Shards]string)}
+	for shard := range Shards {
+		k.slots[shard] = fmt.Sprintf("%s:{s%02d}", prefix, shard)
+	}
+	return k
 }
 
 // reservedIDs are request ids whose per-request keys would be another key:
@@ -107,7 +118,7 @@ func shardOf(requestID string) int {
 	return int(crc32.ChecksumIEEE([]byte(requestID)) % Shards)
 }
 
-func (k keys) slot(shard int) string { return fmt.Sprintf("%s:{s%02d}", k.prefix, shard) }
+func (k keys) slot(shard int) string { return k.slots[shard] }
 
 func (k keys) request(id string) string { return k.slot(shardOf(id)) + ":req:" + id }
 

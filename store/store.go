@@ -87,7 +87,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		rdb:     rdb,
-		keys:    keys{prefix: cmp.Or(opts.Prefix, DefaultPrefix)},
+		keys:    newKeys(cmp.Or(opts.Prefix, DefaultPrefix)),
 		deadCap: cmp.Or(opts.DeadLetterCap, 1000),
 		now:     opts.Now,
 		hasher:  auditHasher{key: opts.AuditKey},
