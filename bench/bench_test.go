@@ -18,7 +18,7 @@ func TestSmoke(t *testing.T) {
 	}
 	cfg := Config{
 		Only:     map[string]bool{"intake": true, "latency": true, "memory": true, "burst": true},
-		Duration: 300 * time.Millisecond, Concurrency: 4, Rate: 60,
+		Duration: 300 * time.Millisecond, Concurrency: 4, Rates: []float64{60, 80},
 		MemoryN: 20, BurstN: 20, BurstInterval: 20 * time.Millisecond,
 	}
 	r, err := Run(cfg, t.Output())
@@ -35,9 +35,14 @@ func TestSmoke(t *testing.T) {
 	if in.Ratio <= 0 || in.Bot.CPUPer1000 <= 0 || in.Floor.CPUPer1000 <= 0 || in.Bot.RedisPer1000 <= 0 {
 		t.Errorf("intake ratio or CPU: %+v", in)
 	}
-	for name, l := range map[string]Latency{"bot": r.Latency.Bot, "floor": r.Latency.Floor} {
-		if l.Sent < 10 || l.Errors != 0 || l.P50ms <= 0 || l.P99ms < l.P50ms || l.MaxMs < l.P99ms {
-			t.Errorf("latency of %s: %+v", name, l)
+	if len(r.Latency) != 2 {
+		t.Errorf("latency: %d open loops, want one per rate", len(r.Latency))
+	}
+	for _, ol := range r.Latency {
+		for name, l := range map[string]Latency{"bot": ol.Bot, "floor": ol.Floor} {
+			if l.Sent < 10 || l.Errors != 0 || l.P50ms <= 0 || l.P99ms < l.P50ms || l.MaxMs < l.P99ms {
+				t.Errorf("latency of %s: %+v", name, l)
+			}
 		}
 	}
 	m := r.Memory

@@ -7,7 +7,7 @@
 // per-channel pace; and CPU-seconds per 1,000 requests.
 //
 //	go run ./bench [-only intake,latency,memory,burst] [-duration 5s] [-c 32]
-//	               [-rate 500] [-memory-n 1000] [-burst-n 300] [-burst-interval 100ms] [-json]
+//	               [-rate 500,1000] [-memory-n 1000] [-burst-n 300] [-burst-interval 100ms] [-json]
 //
 // It needs REDIS_URL or a redis-server on PATH (started on a free loopback
 // port and stopped at the end); every key it writes is deleted at the end.
@@ -15,12 +15,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,7 +33,7 @@ type Config struct {
 	Only          map[string]bool
 	Duration      time.Duration // each closed and open loop
 	Concurrency   int
-	Rate          float64
+	Rates         []float64 // one open loop per rate
 	MemoryN       int
 	BurstN        int
 	BurstInterval time.Duration
@@ -49,11 +51,11 @@ type Machine struct {
 
 // Results is everything one run measured; a section is nil when skipped.
 type Results struct {
-	Machine Machine   `json:"machine"`
-	Intake  *Intake   `json:"intake,omitempty"`
-	Latency *OpenLoop `json:"latency,omitempty"`
-	Memory  *Memory   `json:"memory,omitempty"`
-	Burst   *Burst    `json:"burst,omitempty"`
+	Machine Machine    `json:"machine"`
+	Intake  *Intake    `json:"intake,omitempty"`
+	Latency []OpenLoop `json:"latency,omitempty"` // one per -rate
+	Memory  *Memory    `json:"memory,omitempty"`
+	Burst   *Burst     `json:"burst,omitempty"`
 }
 
 var measurements = []string{"intake", "latency", "memory", "burst"}
@@ -63,12 +65,17 @@ func main() {
 	cfg := Config{}
 	flag.DurationVar(&cfg.Duration, "duration", 5*time.Second, "length of each closed loop (intake) and open loop (latency)")
 	flag.IntVar(&cfg.Concurrency, "c", 32, "closed-loop senders, the same for the bot and the floor")
-	flag.Float64Var(&cfg.Rate, "rate", 500, "open-loop rate, requests/s")
+	rates := flag.String("rate", "500,1000", "open-loop rates, requests/s, comma-separated: one latency measurement each")
 	flag.IntVar(&cfg.MemoryN, "memory-n", 1000, "pending requests created for the memory measurement")
 	flag.IntVar(&cfg.BurstN, "burst-n", 300, "requests in the one-channel burst")
 	flag.DurationVar(&cfg.BurstInterval, "burst-interval", 100*time.Millisecond, "per-channel posting pace of the emulator and the bot (10 posts/s)")
 	asJSON := flag.Bool("json", false, "print JSON instead of a table")
 	flag.Parse()
+	var err error
+	if cfg.Rates, err = parseRates(*rates); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	cfg.Only = map[string]bool{}
 	for _, m := range strings.Split(*only, ",") {
 		m = strings.TrimSpace(m)
@@ -117,10 +124,12 @@ func Run(cfg Config, logw io.Writer) (Results, error) {
 		}
 	}
 	if cfg.Only["latency"] {
-		v, err := e.measureLatency(cfg.Rate, cfg.Duration)
-		r.Latency = &v
-		if err != nil {
-			return r, err
+		for _, rate := range cfg.Rates {
+			v, err := e.measureLatency(rate, cfg.Duration)
+			r.Latency = append(r.Latency, v)
+			if err != nil {
+				return r, err
+			}
 		}
 	}
 	if cfg.Only["memory"] {
@@ -186,7 +195,7 @@ func printTable(out io.Writer, r Results, cfg Config) {
 		fmt.Fprintf(w, "CPU-s per 1,000 requests, redis-server\t%.3f\t%.3f\t%.2f×\n",
 			in.Bot.RedisPer1000, in.Floor.RedisPer1000, ratio(in.Bot.RedisPer1000, in.Floor.RedisPer1000))
 	}
-	if l := r.Latency; l != nil {
+	for _, l := range r.Latency {
 		fmt.Fprintf(w, "Intake latency, open loop %.0f req/s for %v: p50 / p99 / max ms\t%.2f / %.2f / %.2f\t%.2f / %.2f / %.2f\tp99 %.2f×\n",
 			l.Bot.Rate, cfg.Duration, l.Bot.P50ms, l.Bot.P99ms, l.Bot.MaxMs, l.Floor.P50ms, l.Floor.P99ms, l.Floor.MaxMs, ratio(l.Bot.P99ms, l.Floor.P99ms))
 		fmt.Fprintf(w, "  sent / errors / achieved req/s\t%d / %d / %.0f\t%d / %d / %.0f\t\n",
@@ -203,6 +212,25 @@ func printTable(out io.Writer, r Results, cfg Config) {
 			b.Posted, b.Lost, b.Doubled, b.OutOfOrder, b.Refused, b.InOrder, map[bool]string{true: " (TIMED OUT)"}[b.TimedOut])
 	}
 	_ = w.Flush()
+}
+
+// parseRates reads -rate: positive requests/s, comma-separated.
+func parseRates(s string) ([]float64, error) {
+	var rates []float64
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("-rate: %q is not a positive rate", f)
+		}
+		rates = append(rates, v)
+	}
+	if len(rates) == 0 {
+		return nil, errors.New("-rate: no rate")
+	}
+	return rates, nil
 }
 
 func ratio(a, b float64) float64 {
