@@ -45,9 +45,13 @@ func TestSmoke(t *testing.T) {
 			}
 		}
 	}
-	m := r.Memory
-	if m.N != 20 || m.Keys == 0 || m.PerRequest <= 0 || m.UsedPerRequest <= 0 {
-		t.Errorf("memory: %+v", m)
+	for _, m := range []*Memory{r.Memory, r.MemoryPosted} {
+		if m == nil || m.N != 20 || m.Keys == 0 || m.PerRequest <= 0 || m.UsedPerRequest <= 0 {
+			t.Errorf("memory: %+v", m)
+		}
+	}
+	if r.Memory.Posted || !r.MemoryPosted.Posted || r.MemoryPosted.MemoryUsage <= r.Memory.MemoryUsage {
+		t.Errorf("memory: posted requests should hold more than unposted ones: %+v, %+v", r.Memory, r.MemoryPosted)
 	}
 	b := r.Burst
 	if b.TimedOut || b.Posted != 20 || b.Lost != 0 || b.Doubled != 0 || b.PostCalls != 20 || b.Seconds <= 0 || b.Ratio <= 0 {
@@ -55,7 +59,7 @@ func TestSmoke(t *testing.T) {
 	}
 	var out strings.Builder
 	printTable(&out, r, cfg)
-	for _, want := range []string{"Machine:", "Intake, closed loop", "open loop", "MEMORY USAGE", "Burst of 20"} {
+	for _, want := range []string{"Machine:", "Intake, closed loop", "open loop", "never posted (no job runner): MEMORY USAGE", "posted (runner ran, queue quiet): MEMORY USAGE", "Burst of 20"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

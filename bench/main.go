@@ -51,11 +51,12 @@ type Machine struct {
 
 // Results is everything one run measured; a section is nil when skipped.
 type Results struct {
-	Machine Machine    `json:"machine"`
-	Intake  *Intake    `json:"intake,omitempty"`
-	Latency []OpenLoop `json:"latency,omitempty"` // one per -rate
-	Memory  *Memory    `json:"memory,omitempty"`
-	Burst   *Burst     `json:"burst,omitempty"`
+	Machine      Machine    `json:"machine"`
+	Intake       *Intake    `json:"intake,omitempty"`
+	Latency      []OpenLoop `json:"latency,omitempty"`       // one per -rate
+	Memory       *Memory    `json:"memory,omitempty"`        // never posted
+	MemoryPosted *Memory    `json:"memory_posted,omitempty"` // the same after the runner posted them
+	Burst        *Burst     `json:"burst,omitempty"`
 }
 
 var measurements = []string{"intake", "latency", "memory", "burst"}
@@ -133,8 +134,13 @@ func Run(cfg Config, logw io.Writer) (Results, error) {
 		}
 	}
 	if cfg.Only["memory"] {
-		v, err := e.measureMemory(cfg.MemoryN)
+		v, err := e.measureMemory(cfg.MemoryN, false)
 		r.Memory = &v
+		if err != nil {
+			return r, err
+		}
+		p, err := e.measureMemory(cfg.MemoryN, true)
+		r.MemoryPosted = &p
 		if err != nil {
 			return r, err
 		}
@@ -201,9 +207,16 @@ func printTable(out io.Writer, r Results, cfg Config) {
 		fmt.Fprintf(w, "  sent / errors / achieved req/s\t%d / %d / %.0f\t%d / %d / %.0f\t\n",
 			l.Bot.Sent, l.Bot.Errors, l.Bot.Achieved, l.Floor.Sent, l.Floor.Errors, l.Floor.Achieved)
 	}
-	if mm := r.Memory; mm != nil {
-		fmt.Fprintf(w, "Redis per pending request, MEMORY USAGE (%d requests, %d keys), bytes\t%.0f\t\t\n", mm.N, mm.Keys, mm.PerRequest)
-		fmt.Fprintf(w, "Redis per pending request, INFO used_memory delta, bytes\t%.0f\t\t\n", mm.UsedPerRequest)
+	for _, mm := range []*Memory{r.Memory, r.MemoryPosted} {
+		if mm == nil {
+			continue
+		}
+		what := "never posted (no job runner)"
+		if mm.Posted {
+			what = "posted (runner ran, queue quiet)"
+		}
+		fmt.Fprintf(w, "Redis per pending request, %s: MEMORY USAGE (%d requests, %d keys), bytes\t%.0f\t\t\n", what, mm.N, mm.Keys, mm.PerRequest)
+		fmt.Fprintf(w, "Redis per pending request, %s: INFO used_memory delta, bytes\t%.0f\t\t\n", what, mm.UsedPerRequest)
 	}
 	if b := r.Burst; b != nil {
 		fmt.Fprintf(w, "Burst of %d into one channel at 1 post/%v: first intake → last post, s\t%.2f\tbound %.2f\t%.2f× the bound\n",

@@ -164,6 +164,7 @@ func (e *env) newBot(prefix string, emu *slackemu.Server, postInterval time.Dura
 		JobMaxAttempts:       12,
 		JobPollInterval:      250 * time.Millisecond,
 		DefaultReviewers:     slices.Clone(bot.LocalDefaultReviewers),
+		DirectoryCacheTTL:    5 * time.Minute, // the product's default: a click's name lookup is cached
 		StoreRequestTimeout:  2 * time.Second,
 	}
 	cfg, err := cfg.WithTokens("bench:" + benchToken)
