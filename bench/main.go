@@ -37,6 +37,10 @@ type Config struct {
 	MemoryN       int
 	BurstN        int
 	BurstInterval time.Duration
+	ClickRate     float64 // clicks/s of the click-ack open loop
+	SustainedC    int     // closed-loop senders of the sustained run
+	Channels      int     // channels the sustained run spreads over
+	SustainedPace time.Duration
 }
 
 // Machine is where the run was.
@@ -57,9 +61,11 @@ type Results struct {
 	Memory       *Memory    `json:"memory,omitempty"`        // never posted
 	MemoryPosted *Memory    `json:"memory_posted,omitempty"` // the same after the runner posted them
 	Burst        *Burst     `json:"burst,omitempty"`
+	Clicks       *Clicks    `json:"clicks,omitempty"`
+	Sustained    *Sustained `json:"sustained,omitempty"`
 }
 
-var measurements = []string{"intake", "latency", "memory", "burst"}
+var measurements = []string{"intake", "latency", "memory", "burst", "clicks", "sustained"}
 
 func main() {
 	only := flag.String("only", strings.Join(measurements, ","), "measurements to run: "+strings.Join(measurements, ","))
@@ -70,6 +76,10 @@ func main() {
 	flag.IntVar(&cfg.MemoryN, "memory-n", 1000, "pending requests created for the memory measurement")
 	flag.IntVar(&cfg.BurstN, "burst-n", 300, "requests in the one-channel burst")
 	flag.DurationVar(&cfg.BurstInterval, "burst-interval", 100*time.Millisecond, "per-channel posting pace of the emulator and the bot (10 posts/s)")
+	flag.Float64Var(&cfg.ClickRate, "click-rate", 500, "click-ack open-loop rate, clicks/s")
+	flag.IntVar(&cfg.SustainedC, "sustained-c", 64, "closed-loop senders of the sustained end-to-end run")
+	flag.IntVar(&cfg.Channels, "channels", 64, "channels the sustained run's requests spread over")
+	flag.DurationVar(&cfg.SustainedPace, "sustained-interval", time.Millisecond, "per-channel posting pace of the bot in the sustained run (the emulator does not enforce one)")
 	asJSON := flag.Bool("json", false, "print JSON instead of a table")
 	flag.Parse()
 	var err error
@@ -152,6 +162,20 @@ func Run(cfg Config, logw io.Writer) (Results, error) {
 			return r, err
 		}
 	}
+	if cfg.Only["clicks"] {
+		v, err := e.measureClicks(cfg.ClickRate, cfg.Duration)
+		r.Clicks = &v
+		if err != nil {
+			return r, err
+		}
+	}
+	if cfg.Only["sustained"] {
+		v, err := e.measureSustained(cfg.SustainedC, cfg.Channels, cfg.SustainedPace, cfg.Duration)
+		r.Sustained = &v
+		if err != nil {
+			return r, err
+		}
+	}
 	return r, nil
 }
 
@@ -223,6 +247,17 @@ func printTable(out io.Writer, r Results, cfg Config) {
 			b.N, time.Duration(b.IntervalMs*float64(time.Millisecond)), b.Seconds, b.BoundSeconds, b.Ratio)
 		fmt.Fprintf(w, "  posted / lost / doubled / out of order / 429s\t%d / %d / %d / %d / %d\t\tin arrival order: %v%s\n",
 			b.Posted, b.Lost, b.Doubled, b.OutOfOrder, b.Refused, b.InOrder, map[bool]string{true: " (TIMED OUT)"}[b.TimedOut])
+	}
+	if c := r.Clicks; c != nil {
+		fmt.Fprintf(w, "Click ack, open loop %.0f clicks/s for %v: p50 / p99 / max ms\t%.2f / %.2f / %.2f\t%.2f / %.2f / %.2f\tp99 %.2f×\n",
+			c.Bot.Rate, cfg.Duration, c.Bot.P50ms, c.Bot.P99ms, c.Bot.MaxMs, c.Floor.P50ms, c.Floor.P99ms, c.Floor.MaxMs, ratio(c.Bot.P99ms, c.Floor.P99ms))
+		fmt.Fprintf(w, "  sent / errors / achieved clicks/s\t%d / %d / %.0f\t%d / %d / %.0f\t\n",
+			c.Bot.Sent, c.Bot.Errors, c.Bot.Achieved, c.Floor.Sent, c.Floor.Errors, c.Floor.Achieved)
+		fmt.Fprintf(w, "  answers recorded / clicks acked (on %d posted requests)\t%d / %d\t\t\n",
+			c.Requests, c.Recorded, c.Bot.Sent-c.Bot.Errors)
+	}
+	if s := r.Sustained; s != nil {
+		printSustained(w, s, cfg)
 	}
 	_ = w.Flush()
 }

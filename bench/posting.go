@@ -64,6 +64,19 @@ func (c *postCounter) between(from, to time.Time) int {
 	return n
 }
 
+// last is when the latest post was accepted.
+func (c *postCounter) last() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var t time.Time
+	for _, at := range c.at {
+		if at.After(t) {
+			t = at
+		}
+	}
+	return t
+}
+
 // countingEmulator is an emulator with n added channels whose posts c
 // counts. The call log is bounded: these runs make thousands of calls and
 // nothing reads them.
