@@ -1,13 +1,18 @@
 // Command bench measures issue #17's figures in one run, side by side with a
 // floor server: intake throughput against a minimal handler that decodes the
 // same JSON body and makes one Redis round trip (same redis-server, same
-// concurrency, closed loop); intake latency at a fixed open-loop rate
+// concurrency, closed loop); intake latency at fixed open-loop rates
 // (measured from each request's scheduled time); Redis bytes per pending
-// request; a burst into one channel with the Slack emulator enforcing its
-// per-channel pace; and CPU-seconds per 1,000 requests.
+// request, never posted and posted; a burst into one channel with the Slack
+// emulator enforcing its per-channel pace; CPU-seconds per 1,000 requests;
+// click-ack latency at a fixed open-loop rate of signed clicks on posted
+// requests, against a floor that verifies, decodes and makes one round trip;
+// and sustained end-to-end throughput (accepted and posted) across channels
+// with the job runner in process.
 //
-//	go run ./bench [-only intake,latency,memory,burst] [-duration 5s] [-c 32]
-//	               [-rate 500,1000] [-memory-n 1000] [-burst-n 300] [-burst-interval 100ms] [-json]
+//	go run ./bench [-only intake,latency,memory,burst,clicks,sustained] [-duration 5s] [-c 32]
+//	               [-rate 500,1000] [-memory-n 1000] [-burst-n 300] [-burst-interval 100ms]
+//	               [-click-rate 500] [-sustained-c 64] [-channels 64] [-sustained-interval 1ms] [-json]
 //
 // It needs REDIS_URL or a redis-server on PATH (started on a free loopback
 // port and stopped at the end); every key it writes is deleted at the end.
