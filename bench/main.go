@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -46,6 +47,7 @@ type Config struct {
 	SustainedC    int     // closed-loop senders of the sustained run
 	Channels      int     // channels the sustained run spreads over
 	SustainedPace time.Duration
+	LogLevel      slog.Level // the bots' log lines at or above it go to Run's log writer
 }
 
 // Machine is where the run was.
@@ -85,6 +87,7 @@ func main() {
 	flag.IntVar(&cfg.SustainedC, "sustained-c", 64, "closed-loop senders of the sustained end-to-end run")
 	flag.IntVar(&cfg.Channels, "channels", 64, "channels the sustained run's requests spread over")
 	flag.DurationVar(&cfg.SustainedPace, "sustained-interval", time.Millisecond, "per-channel posting pace of the bot in the sustained run (the emulator does not enforce one)")
+	flag.TextVar(&cfg.LogLevel, "log", slog.LevelError, "the bots' log level on stderr (e.g. WARN shows why a click was not recorded)")
 	asJSON := flag.Bool("json", false, "print JSON instead of a table")
 	flag.Parse()
 	var err error
@@ -122,7 +125,7 @@ func main() {
 func Run(cfg Config, logw io.Writer) (Results, error) {
 	var r Results
 	r.Machine = machine()
-	e, err := newEnv(logw)
+	e, err := newEnv(logw, cfg.LogLevel)
 	if err != nil {
 		return r, err
 	}
@@ -233,8 +236,8 @@ func printTable(out io.Writer, r Results, cfg Config) {
 	for _, l := range r.Latency {
 		fmt.Fprintf(w, "Intake latency, open loop %.0f req/s for %v: p50 / p99 / max ms\t%.2f / %.2f / %.2f\t%.2f / %.2f / %.2f\tp99 %.2f×\n",
 			l.Bot.Rate, cfg.Duration, l.Bot.P50ms, l.Bot.P99ms, l.Bot.MaxMs, l.Floor.P50ms, l.Floor.P99ms, l.Floor.MaxMs, ratio(l.Bot.P99ms, l.Floor.P99ms))
-		fmt.Fprintf(w, "  sent / errors / achieved req/s\t%d / %d / %.0f\t%d / %d / %.0f\t\n",
-			l.Bot.Sent, l.Bot.Errors, l.Bot.Achieved, l.Floor.Sent, l.Floor.Errors, l.Floor.Achieved)
+		fmt.Fprintf(w, "  sent / errors / achieved req/s\t%d / %d / %.0f\t%d / %d / %.0f\t%s\n",
+			l.Bot.Sent, l.Bot.Errors, l.Bot.Achieved, l.Floor.Sent, l.Floor.Errors, l.Floor.Achieved, firstErrors(l.Bot, l.Floor))
 	}
 	for _, mm := range []*Memory{r.Memory, r.MemoryPosted} {
 		if mm == nil {
@@ -256,15 +259,32 @@ func printTable(out io.Writer, r Results, cfg Config) {
 	if c := r.Clicks; c != nil {
 		fmt.Fprintf(w, "Click ack, open loop %.0f clicks/s for %v: p50 / p99 / max ms\t%.2f / %.2f / %.2f\t%.2f / %.2f / %.2f\tp99 %.2f×\n",
 			c.Bot.Rate, cfg.Duration, c.Bot.P50ms, c.Bot.P99ms, c.Bot.MaxMs, c.Floor.P50ms, c.Floor.P99ms, c.Floor.MaxMs, ratio(c.Bot.P99ms, c.Floor.P99ms))
-		fmt.Fprintf(w, "  sent / errors / achieved clicks/s\t%d / %d / %.0f\t%d / %d / %.0f\t\n",
-			c.Bot.Sent, c.Bot.Errors, c.Bot.Achieved, c.Floor.Sent, c.Floor.Errors, c.Floor.Achieved)
-		fmt.Fprintf(w, "  answers recorded / clicks acked (on %d posted requests)\t%d / %d\t\t\n",
+		fmt.Fprintf(w, "  sent / errors / achieved clicks/s\t%d / %d / %.0f\t%d / %d / %.0f\t%s\n",
+			c.Bot.Sent, c.Bot.Errors, c.Bot.Achieved, c.Floor.Sent, c.Floor.Errors, c.Floor.Achieved, firstErrors(c.Bot, c.Floor))
+		fmt.Fprintf(w, "  answers recorded / clicks acked (on %d posted requests; -log WARN says why one was not)\t%d / %d\t\t\n",
 			c.Requests, c.Recorded, c.Bot.Sent-c.Bot.Errors)
 	}
 	if s := r.Sustained; s != nil {
 		printSustained(w, s, cfg)
 	}
 	_ = w.Flush()
+}
+
+// firstErrors names the first error of each side that had one, cut short
+// to stay on one line.
+func firstErrors(bot, floor Latency) string {
+	var out []string
+	for _, s := range []struct{ name, err string }{{"bot", bot.FirstError}, {"floor", floor.FirstError}} {
+		if s.err == "" {
+			continue
+		}
+		e := strings.Join(strings.Fields(s.err), " ")
+		if len(e) > 80 {
+			e = e[:80] + "…"
+		}
+		out = append(out, s.name+" first error: "+e)
+	}
+	return strings.Join(out, "; ")
 }
 
 // parseRates reads -rate: positive requests/s, comma-separated.

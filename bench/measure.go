@@ -39,6 +39,9 @@ type Latency struct {
 	P99ms    float64 `json:"p99_ms"`
 	MaxMs    float64 `json:"max_ms"`
 	Achieved float64 `json:"achieved_per_second"`
+	// FirstError is the first failure's error, so a line with errors says
+	// what they were (a status and body, or a transport error).
+	FirstError string `json:"first_error,omitempty"`
 }
 
 // Burst is N requests into one channel with the emulator enforcing pacing.
@@ -151,6 +154,7 @@ func openLoop(rate float64, d time.Duration, prepare func(i int) (send func() er
 	total := max(int(rate*d.Seconds()), 1)
 	lat := make([]time.Duration, total)
 	failed := make([]bool, total)
+	var firstErr atomic.Pointer[string]
 	var wg sync.WaitGroup
 	start := time.Now().Add(10 * time.Millisecond)
 	for i := range total {
@@ -163,11 +167,18 @@ func openLoop(rate float64, d time.Duration, prepare func(i int) (send func() er
 			err := send()
 			lat[i] = time.Since(due)
 			failed[i] = err != nil
+			if err != nil {
+				msg := err.Error()
+				firstErr.CompareAndSwap(nil, &msg)
+			}
 		})
 	}
 	wg.Wait()
 	el := time.Since(start)
 	l := Latency{Rate: rate, Sent: total}
+	if p := firstErr.Load(); p != nil {
+		l.FirstError = *p
+	}
 	ok := lat[:0:0]
 	for i := range lat {
 		if failed[i] {

@@ -46,8 +46,8 @@ type env struct {
 	logger   *slog.Logger
 }
 
-func newEnv(logw io.Writer) (*env, error) {
-	e := &env{logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelError}))}
+func newEnv(logw io.Writer, level slog.Level) (*env, error) {
+	e := &env{logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))}
 	e.url = os.Getenv("REDIS_URL")
 	if e.url == "" {
 		bin, err := exec.LookPath("redis-server")
