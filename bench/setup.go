@@ -149,7 +149,7 @@ func (i *instance) Close() {
 // newBot builds the service as the tests' harness does (bot/harness_test.go)
 // with the product's defaults for the job runner (32 workers, 250 ms poll)
 // and per-agent limits set too high to refuse anything, so their cost is
-// counted. The job runner is not started.
+// counted. The job runner is not started here (instance.startJobs does).
 func (e *env) newBot(prefix string, emu *slackemu.Server, postInterval time.Duration) (*instance, error) {
 	cfg := bot.Config{
 		SlackBotToken:        emu.Token(),
