@@ -17,9 +17,13 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	cfg := Config{
-		Only:     map[string]bool{"intake": true, "latency": true, "memory": true, "burst": true},
-		Duration: 300 * time.Millisecond, Concurrency: 4, Rate: 60,
+		Only:     map[string]bool{},
+		Duration: 300 * time.Millisecond, Concurrency: 4, Rates: []float64{60, 80},
 		MemoryN: 20, BurstN: 20, BurstInterval: 20 * time.Millisecond,
+		ClickRate: 40, SustainedC: 4, Channels: 4, SustainedPace: time.Millisecond,
+	}
+	for _, m := range measurements {
+		cfg.Only[m] = true
 	}
 	r, err := Run(cfg, t.Output())
 	if err != nil {
@@ -35,22 +39,45 @@ func TestSmoke(t *testing.T) {
 	if in.Ratio <= 0 || in.Bot.CPUPer1000 <= 0 || in.Floor.CPUPer1000 <= 0 || in.Bot.RedisPer1000 <= 0 {
 		t.Errorf("intake ratio or CPU: %+v", in)
 	}
-	for name, l := range map[string]Latency{"bot": r.Latency.Bot, "floor": r.Latency.Floor} {
-		if l.Sent < 10 || l.Errors != 0 || l.P50ms <= 0 || l.P99ms < l.P50ms || l.MaxMs < l.P99ms {
-			t.Errorf("latency of %s: %+v", name, l)
+	if len(r.Latency) != 2 {
+		t.Errorf("latency: %d open loops, want one per rate", len(r.Latency))
+	}
+	for _, ol := range r.Latency {
+		for name, l := range map[string]Latency{"bot": ol.Bot, "floor": ol.Floor} {
+			if l.Sent < 10 || l.Errors != 0 || l.P50ms <= 0 || l.P99ms < l.P50ms || l.MaxMs < l.P99ms {
+				t.Errorf("latency of %s: %+v", name, l)
+			}
 		}
 	}
-	m := r.Memory
-	if m.N != 20 || m.Keys == 0 || m.PerRequest <= 0 || m.UsedPerRequest <= 0 {
-		t.Errorf("memory: %+v", m)
+	for _, m := range []*Memory{r.Memory, r.MemoryPosted} {
+		if m == nil || m.N != 20 || m.Keys == 0 || m.PerRequest <= 0 || m.UsedPerRequest <= 0 {
+			t.Errorf("memory: %+v", m)
+		}
+	}
+	if r.Memory.Posted || !r.MemoryPosted.Posted || r.MemoryPosted.MemoryUsage <= r.Memory.MemoryUsage {
+		t.Errorf("memory: posted requests should hold more than unposted ones: %+v, %+v", r.Memory, r.MemoryPosted)
 	}
 	b := r.Burst
 	if b.TimedOut || b.Posted != 20 || b.Lost != 0 || b.Doubled != 0 || b.PostCalls != 20 || b.Seconds <= 0 || b.Ratio <= 0 {
 		t.Errorf("burst: %+v", b)
 	}
+	c := r.Clicks
+	if c == nil || c.Requests != 3 || c.Recorded != 12 {
+		t.Errorf("clicks: want 12 answers recorded on 3 requests: %+v", c)
+	}
+	for name, l := range map[string]Latency{"bot": c.Bot, "floor": c.Floor} {
+		if l.Sent != 12 || l.Errors != 0 || l.P50ms <= 0 || l.P99ms < l.P50ms || l.MaxMs < l.P99ms {
+			t.Errorf("clicks of %s: %+v", name, l)
+		}
+	}
+	s := r.Sustained
+	if s == nil || s.Accepted == 0 || s.Errors != 0 || s.AcceptedPS <= 0 || !s.Drained ||
+		s.TotalPosted != s.TotalAccepted || s.Backlog < 0 || s.Posted > int(s.TotalAccepted) {
+		t.Errorf("sustained: %+v", s)
+	}
 	var out strings.Builder
 	printTable(&out, r, cfg)
-	for _, want := range []string{"Machine:", "Intake, closed loop", "open loop", "MEMORY USAGE", "Burst of 20"} {
+	for _, want := range []string{"Machine:", "Intake, closed loop", "open loop", "never posted (no job runner): MEMORY USAGE", "posted (runner ran, queue quiet): MEMORY USAGE", "Burst of 20", "Click ack", "Sustained end-to-end"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

@@ -1,13 +1,18 @@
 // Command bench measures issue #17's figures in one run, side by side with a
 // floor server: intake throughput against a minimal handler that decodes the
 // same JSON body and makes one Redis round trip (same redis-server, same
-// concurrency, closed loop); intake latency at a fixed open-loop rate
+// concurrency, closed loop); intake latency at fixed open-loop rates
 // (measured from each request's scheduled time); Redis bytes per pending
-// request; a burst into one channel with the Slack emulator enforcing its
-// per-channel pace; and CPU-seconds per 1,000 requests.
+// request, never posted and posted; a burst into one channel with the Slack
+// emulator enforcing its per-channel pace; CPU-seconds per 1,000 requests;
+// click-ack latency at a fixed open-loop rate of signed clicks on posted
+// requests, against a floor that verifies, decodes and makes one round trip;
+// and sustained end-to-end throughput (accepted and posted) across channels
+// with the job runner in process.
 //
-//	go run ./bench [-only intake,latency,memory,burst] [-duration 5s] [-c 32]
-//	               [-rate 500] [-memory-n 1000] [-burst-n 300] [-burst-interval 100ms] [-json]
+//	go run ./bench [-only intake,latency,memory,burst,clicks,sustained] [-duration 5s] [-c 32]
+//	               [-rate 500,1000] [-memory-n 1000] [-burst-n 300] [-burst-interval 100ms]
+//	               [-click-rate 500] [-sustained-c 64] [-channels 64] [-sustained-interval 1ms] [-json]
 //
 // It needs REDIS_URL or a redis-server on PATH (started on a free loopback
 // port and stopped at the end); every key it writes is deleted at the end.
@@ -15,12 +20,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,10 +39,15 @@ type Config struct {
 	Only          map[string]bool
 	Duration      time.Duration // each closed and open loop
 	Concurrency   int
-	Rate          float64
+	Rates         []float64 // one open loop per rate
 	MemoryN       int
 	BurstN        int
 	BurstInterval time.Duration
+	ClickRate     float64 // clicks/s of the click-ack open loop
+	SustainedC    int     // closed-loop senders of the sustained run
+	Channels      int     // channels the sustained run spreads over
+	SustainedPace time.Duration
+	LogLevel      slog.Level // the bots' log lines at or above it go to Run's log writer
 }
 
 // Machine is where the run was.
@@ -49,26 +62,39 @@ type Machine struct {
 
 // Results is everything one run measured; a section is nil when skipped.
 type Results struct {
-	Machine Machine   `json:"machine"`
-	Intake  *Intake   `json:"intake,omitempty"`
-	Latency *OpenLoop `json:"latency,omitempty"`
-	Memory  *Memory   `json:"memory,omitempty"`
-	Burst   *Burst    `json:"burst,omitempty"`
+	Machine      Machine    `json:"machine"`
+	Intake       *Intake    `json:"intake,omitempty"`
+	Latency      []OpenLoop `json:"latency,omitempty"`       // one per -rate
+	Memory       *Memory    `json:"memory,omitempty"`        // never posted
+	MemoryPosted *Memory    `json:"memory_posted,omitempty"` // the same after the runner posted them
+	Burst        *Burst     `json:"burst,omitempty"`
+	Clicks       *Clicks    `json:"clicks,omitempty"`
+	Sustained    *Sustained `json:"sustained,omitempty"`
 }
 
-var measurements = []string{"intake", "latency", "memory", "burst"}
+var measurements = []string{"intake", "latency", "memory", "burst", "clicks", "sustained"}
 
 func main() {
 	only := flag.String("only", strings.Join(measurements, ","), "measurements to run: "+strings.Join(measurements, ","))
 	cfg := Config{}
 	flag.DurationVar(&cfg.Duration, "duration", 5*time.Second, "length of each closed loop (intake) and open loop (latency)")
 	flag.IntVar(&cfg.Concurrency, "c", 32, "closed-loop senders, the same for the bot and the floor")
-	flag.Float64Var(&cfg.Rate, "rate", 500, "open-loop rate, requests/s")
+	rates := flag.String("rate", "500,1000", "open-loop rates, requests/s, comma-separated: one latency measurement each")
 	flag.IntVar(&cfg.MemoryN, "memory-n", 1000, "pending requests created for the memory measurement")
 	flag.IntVar(&cfg.BurstN, "burst-n", 300, "requests in the one-channel burst")
 	flag.DurationVar(&cfg.BurstInterval, "burst-interval", 100*time.Millisecond, "per-channel posting pace of the emulator and the bot (10 posts/s)")
+	flag.Float64Var(&cfg.ClickRate, "click-rate", 500, "click-ack open-loop rate, clicks/s")
+	flag.IntVar(&cfg.SustainedC, "sustained-c", 64, "closed-loop senders of the sustained end-to-end run")
+	flag.IntVar(&cfg.Channels, "channels", 64, "channels the sustained run's requests spread over")
+	flag.DurationVar(&cfg.SustainedPace, "sustained-interval", time.Millisecond, "per-channel posting pace of the bot in the sustained run (the emulator does not enforce one)")
+	flag.TextVar(&cfg.LogLevel, "log", slog.LevelError, "the bots' log level on stderr (e.g. WARN shows why a click was not recorded)")
 	asJSON := flag.Bool("json", false, "print JSON instead of a table")
 	flag.Parse()
+	var err error
+	if cfg.Rates, err = parseRates(*rates); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	cfg.Only = map[string]bool{}
 	for _, m := range strings.Split(*only, ",") {
 		m = strings.TrimSpace(m)
@@ -99,7 +125,7 @@ func main() {
 func Run(cfg Config, logw io.Writer) (Results, error) {
 	var r Results
 	r.Machine = machine()
-	e, err := newEnv(logw)
+	e, err := newEnv(logw, cfg.LogLevel)
 	if err != nil {
 		return r, err
 	}
@@ -117,15 +143,22 @@ func Run(cfg Config, logw io.Writer) (Results, error) {
 		}
 	}
 	if cfg.Only["latency"] {
-		v, err := e.measureLatency(cfg.Rate, cfg.Duration)
-		r.Latency = &v
-		if err != nil {
-			return r, err
+		for _, rate := range cfg.Rates {
+			v, err := e.measureLatency(rate, cfg.Duration)
+			r.Latency = append(r.Latency, v)
+			if err != nil {
+				return r, err
+			}
 		}
 	}
 	if cfg.Only["memory"] {
-		v, err := e.measureMemory(cfg.MemoryN)
+		v, err := e.measureMemory(cfg.MemoryN, false)
 		r.Memory = &v
+		if err != nil {
+			return r, err
+		}
+		p, err := e.measureMemory(cfg.MemoryN, true)
+		r.MemoryPosted = &p
 		if err != nil {
 			return r, err
 		}
@@ -133,6 +166,20 @@ func Run(cfg Config, logw io.Writer) (Results, error) {
 	if cfg.Only["burst"] {
 		v, err := e.measureBurst(cfg.BurstN, cfg.BurstInterval)
 		r.Burst = &v
+		if err != nil {
+			return r, err
+		}
+	}
+	if cfg.Only["clicks"] {
+		v, err := e.measureClicks(cfg.ClickRate, cfg.Duration)
+		r.Clicks = &v
+		if err != nil {
+			return r, err
+		}
+	}
+	if cfg.Only["sustained"] {
+		v, err := e.measureSustained(cfg.SustainedC, cfg.Channels, cfg.SustainedPace, cfg.Duration)
+		r.Sustained = &v
 		if err != nil {
 			return r, err
 		}
@@ -186,15 +233,22 @@ func printTable(out io.Writer, r Results, cfg Config) {
 		fmt.Fprintf(w, "CPU-s per 1,000 requests, redis-server\t%.3f\t%.3f\t%.2f×\n",
 			in.Bot.RedisPer1000, in.Floor.RedisPer1000, ratio(in.Bot.RedisPer1000, in.Floor.RedisPer1000))
 	}
-	if l := r.Latency; l != nil {
+	for _, l := range r.Latency {
 		fmt.Fprintf(w, "Intake latency, open loop %.0f req/s for %v: p50 / p99 / max ms\t%.2f / %.2f / %.2f\t%.2f / %.2f / %.2f\tp99 %.2f×\n",
 			l.Bot.Rate, cfg.Duration, l.Bot.P50ms, l.Bot.P99ms, l.Bot.MaxMs, l.Floor.P50ms, l.Floor.P99ms, l.Floor.MaxMs, ratio(l.Bot.P99ms, l.Floor.P99ms))
-		fmt.Fprintf(w, "  sent / errors / achieved req/s\t%d / %d / %.0f\t%d / %d / %.0f\t\n",
-			l.Bot.Sent, l.Bot.Errors, l.Bot.Achieved, l.Floor.Sent, l.Floor.Errors, l.Floor.Achieved)
+		fmt.Fprintf(w, "  sent / errors / achieved req/s\t%d / %d / %.0f\t%d / %d / %.0f\t%s\n",
+			l.Bot.Sent, l.Bot.Errors, l.Bot.Achieved, l.Floor.Sent, l.Floor.Errors, l.Floor.Achieved, firstErrors(l.Bot, l.Floor))
 	}
-	if mm := r.Memory; mm != nil {
-		fmt.Fprintf(w, "Redis per pending request, MEMORY USAGE (%d requests, %d keys), bytes\t%.0f\t\t\n", mm.N, mm.Keys, mm.PerRequest)
-		fmt.Fprintf(w, "Redis per pending request, INFO used_memory delta, bytes\t%.0f\t\t\n", mm.UsedPerRequest)
+	for _, mm := range []*Memory{r.Memory, r.MemoryPosted} {
+		if mm == nil {
+			continue
+		}
+		what := "never posted (no job runner)"
+		if mm.Posted {
+			what = "posted (runner ran, queue quiet)"
+		}
+		fmt.Fprintf(w, "Redis per pending request, %s: MEMORY USAGE (%d requests, %d keys), bytes\t%.0f\t\t\n", what, mm.N, mm.Keys, mm.PerRequest)
+		fmt.Fprintf(w, "Redis per pending request, %s: INFO used_memory delta, bytes\t%.0f\t\t\n", what, mm.UsedPerRequest)
 	}
 	if b := r.Burst; b != nil {
 		fmt.Fprintf(w, "Burst of %d into one channel at 1 post/%v: first intake → last post, s\t%.2f\tbound %.2f\t%.2f× the bound\n",
@@ -202,7 +256,54 @@ func printTable(out io.Writer, r Results, cfg Config) {
 		fmt.Fprintf(w, "  posted / lost / doubled / out of order / 429s\t%d / %d / %d / %d / %d\t\tin arrival order: %v%s\n",
 			b.Posted, b.Lost, b.Doubled, b.OutOfOrder, b.Refused, b.InOrder, map[bool]string{true: " (TIMED OUT)"}[b.TimedOut])
 	}
+	if c := r.Clicks; c != nil {
+		fmt.Fprintf(w, "Click ack, open loop %.0f clicks/s for %v: p50 / p99 / max ms\t%.2f / %.2f / %.2f\t%.2f / %.2f / %.2f\tp99 %.2f×\n",
+			c.Bot.Rate, cfg.Duration, c.Bot.P50ms, c.Bot.P99ms, c.Bot.MaxMs, c.Floor.P50ms, c.Floor.P99ms, c.Floor.MaxMs, ratio(c.Bot.P99ms, c.Floor.P99ms))
+		fmt.Fprintf(w, "  sent / errors / achieved clicks/s\t%d / %d / %.0f\t%d / %d / %.0f\t%s\n",
+			c.Bot.Sent, c.Bot.Errors, c.Bot.Achieved, c.Floor.Sent, c.Floor.Errors, c.Floor.Achieved, firstErrors(c.Bot, c.Floor))
+		fmt.Fprintf(w, "  answers recorded / clicks acked (on %d posted requests; -log WARN says why one was not)\t%d / %d\t\t\n",
+			c.Requests, c.Recorded, c.Bot.Sent-c.Bot.Errors)
+	}
+	if s := r.Sustained; s != nil {
+		printSustained(w, s, cfg)
+	}
 	_ = w.Flush()
+}
+
+// firstErrors names the first error of each side that had one, cut short
+// to stay on one line.
+func firstErrors(bot, floor Latency) string {
+	var out []string
+	for _, s := range []struct{ name, err string }{{"bot", bot.FirstError}, {"floor", floor.FirstError}} {
+		if s.err == "" {
+			continue
+		}
+		e := strings.Join(strings.Fields(s.err), " ")
+		if len(e) > 80 {
+			e = e[:80] + "…"
+		}
+		out = append(out, s.name+" first error: "+e)
+	}
+	return strings.Join(out, "; ")
+}
+
+// parseRates reads -rate: positive requests/s, comma-separated.
+func parseRates(s string) ([]float64, error) {
+	var rates []float64
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("-rate: %q is not a positive rate", f)
+		}
+		rates = append(rates, v)
+	}
+	if len(rates) == 0 {
+		return nil, errors.New("-rate: no rate")
+	}
+	return rates, nil
 }
 
 func ratio(a, b float64) float64 {

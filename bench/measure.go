@@ -39,16 +39,9 @@ type Latency struct {
 	P99ms    float64 `json:"p99_ms"`
 	MaxMs    float64 `json:"max_ms"`
 	Achieved float64 `json:"achieved_per_second"`
-}
-
-// Memory is what N pending requests cost in Redis.
-type Memory struct {
-	N               int     `json:"n"`
-	Keys            int     `json:"keys"`
-	MemoryUsage     int64   `json:"memory_usage_bytes"` // MEMORY USAGE summed over the keys
-	PerRequest      float64 `json:"memory_usage_per_request"`
-	UsedMemoryDelta int64   `json:"used_memory_delta"` // INFO memory used_memory after - before
-	UsedPerRequest  float64 `json:"used_memory_per_request"`
+	// FirstError is the first failure's error, so a line with errors says
+	// what they were (a status and body, or a transport error).
+	FirstError string `json:"first_error,omitempty"`
 }
 
 // Burst is N requests into one channel with the emulator enforcing pacing.
@@ -146,26 +139,46 @@ func (e *env) closedLoop(url string, conc int, warm, d time.Duration) Throughput
 func (e *env) openLoop(url string, rate float64, d time.Duration) Latency {
 	c := newClient()
 	defer c.CloseIdleConnections()
+	return openLoop(rate, d, func(int) func() error {
+		body := e.requestBody(fmt.Sprintf("l%d", e.seq.Add(1)))
+		return func() error { return post(c, url, body) }
+	})
+}
+
+// openLoop makes rate × d sends: send i is prepared (prepare(i), before
+// its time, so preparing is not counted) and started on its own goroutine
+// at start + i/rate, and its latency counts from that scheduled time, so a
+// slow server is not excused by the sender waiting for it (no coordinated
+// omission).
+func openLoop(rate float64, d time.Duration, prepare func(i int) (send func() error)) Latency {
 	total := max(int(rate*d.Seconds()), 1)
 	lat := make([]time.Duration, total)
 	failed := make([]bool, total)
+	var firstErr atomic.Pointer[string]
 	var wg sync.WaitGroup
 	start := time.Now().Add(10 * time.Millisecond)
 	for i := range total {
 		due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+		send := prepare(i)
 		if w := time.Until(due); w > 0 {
 			time.Sleep(w)
 		}
-		body := e.requestBody(fmt.Sprintf("l%d", e.seq.Add(1)))
 		wg.Go(func() {
-			err := post(c, url, body)
+			err := send()
 			lat[i] = time.Since(due)
 			failed[i] = err != nil
+			if err != nil {
+				msg := err.Error()
+				firstErr.CompareAndSwap(nil, &msg)
+			}
 		})
 	}
 	wg.Wait()
 	el := time.Since(start)
 	l := Latency{Rate: rate, Sent: total}
+	if p := firstErr.Load(); p != nil {
+		l.FirstError = *p
+	}
 	ok := lat[:0:0]
 	for i := range lat {
 		if failed[i] {
@@ -243,76 +256,6 @@ func (e *env) measureLatency(rate float64, d time.Duration) (OpenLoop, error) {
 	return r, nil
 }
 
-// measureMemory creates n pending requests (no job runner, so none is
-// posted) under a fresh prefix and measures what Redis holds for them: every
-// key under the prefix (the requests and the structures they share: audit,
-// events, outbox, indexes), by MEMORY USAGE and by INFO's used_memory.
-func (e *env) measureMemory(n int) (Memory, error) {
-	prefix := e.prefix("memory")
-	in, err := e.newBot(prefix, slackemu.New(slackemu.Options{MaxCalls: 1000}), time.Second)
-	if err != nil {
-		return Memory{}, err
-	}
-	defer in.Close()
-	ctx := context.Background()
-	usedMemory := func() int64 {
-		info, _ := e.rdb.Info(ctx, "memory").Result()
-		return int64(infoFloat(info, "used_memory"))
-	}
-	before := usedMemory()
-	c := newClient()
-	defer c.CloseIdleConnections()
-	var wg sync.WaitGroup
-	var errs atomic.Int64
-	var firstErr atomic.Value
-	ids := make(chan int)
-	for range 8 {
-		wg.Go(func() {
-			for i := range ids {
-				if err := post(c, in.http.URL, e.requestBody(fmt.Sprintf("m%d-%d", e.seq.Add(1), i))); err != nil {
-					errs.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-				}
-			}
-		})
-	}
-	for i := range n {
-		ids <- i
-	}
-	close(ids)
-	wg.Wait()
-	if errs.Load() > 0 {
-		return Memory{}, fmt.Errorf("memory: %d of %d requests refused: %v", errs.Load(), n, firstErr.Load())
-	}
-	after := usedMemory()
-	m := Memory{N: n, UsedMemoryDelta: after - before}
-	iter := e.rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		return m, err
-	}
-	m.Keys = len(keys)
-	for chunk := range slices.Chunk(keys, 500) {
-		p := e.rdb.Pipeline()
-		cmds := make([]interface{ Val() int64 }, 0, len(chunk))
-		for _, k := range chunk {
-			cmds = append(cmds, p.MemoryUsage(ctx, k, 0)) // SAMPLES 0: every element
-		}
-		if _, err := p.Exec(ctx); err != nil {
-			return m, fmt.Errorf("memory: MEMORY USAGE: %w", err)
-		}
-		for _, c := range cmds {
-			m.MemoryUsage += c.Val()
-		}
-	}
-	m.PerRequest = float64(m.MemoryUsage) / float64(n)
-	m.UsedPerRequest = float64(m.UsedMemoryDelta) / float64(n)
-	return m, nil
-}
-
 // measureBurst sends n requests, one after another, all to the default
 // channel, with the emulator answering 429 to any chat.postMessage to a
 // channel sooner than interval after the previous one, and the bot pacing
@@ -326,10 +269,7 @@ func (e *env) measureBurst(n int, interval time.Duration) (Burst, error) {
 		return Burst{}, err
 	}
 	defer in.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = in.svc.RunJobs(ctx) })
-	defer func() { cancel(); wg.Wait() }()
+	defer in.startJobs()()
 
 	b := Burst{N: n, IntervalMs: ms(interval), BoundSeconds: (time.Duration(n) * interval).Seconds()}
 	c := newClient()

@@ -46,8 +46,8 @@ type env struct {
 	logger   *slog.Logger
 }
 
-func newEnv(logw io.Writer) (*env, error) {
-	e := &env{logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelError}))}
+func newEnv(logw io.Writer, level slog.Level) (*env, error) {
+	e := &env{logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))}
 	e.url = os.Getenv("REDIS_URL")
 	if e.url == "" {
 		bin, err := exec.LookPath("redis-server")
@@ -149,7 +149,7 @@ func (i *instance) Close() {
 // newBot builds the service as the tests' harness does (bot/harness_test.go)
 // with the product's defaults for the job runner (32 workers, 250 ms poll)
 // and per-agent limits set too high to refuse anything, so their cost is
-// counted. The job runner is not started.
+// counted. The job runner is not started here (instance.startJobs does).
 func (e *env) newBot(prefix string, emu *slackemu.Server, postInterval time.Duration) (*instance, error) {
 	cfg := bot.Config{
 		SlackBotToken:        emu.Token(),
@@ -164,6 +164,7 @@ func (e *env) newBot(prefix string, emu *slackemu.Server, postInterval time.Dura
 		JobMaxAttempts:       12,
 		JobPollInterval:      250 * time.Millisecond,
 		DefaultReviewers:     slices.Clone(bot.LocalDefaultReviewers),
+		DirectoryCacheTTL:    5 * time.Minute, // the product's default: a click's name lookup is cached
 		StoreRequestTimeout:  2 * time.Second,
 	}
 	cfg, err := cfg.WithTokens("bench:" + benchToken)

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Sustained is end-to-end throughput: requests accepted and posted, with
+// the job runner in the bot process as in production, across many channels.
+type Sustained struct {
+	Concurrency int     `json:"concurrency"`
+	Channels    int     `json:"channels"`
+	IntervalMs  float64 `json:"interval_ms"` // the bot's per-channel posting pace
+	Seconds     float64 `json:"seconds"`     // the measured window, after a warm-up
+	Accepted    int64   `json:"accepted"`    // intake 202s in the window
+	Errors      int64   `json:"errors"`      // intake failures in the window
+	AcceptedPS  float64 `json:"accepted_per_second"`
+	Posted      int     `json:"posted"` // posts the emulator accepted in the window
+	PostedPS    float64 `json:"posted_per_second"`
+	// Backlog is every request accepted since the load began that had no
+	// post yet when the load stopped.
+	Backlog int64 `json:"backlog_at_end"`
+	// DrainSeconds is from the end of the load until the last of them was
+	// posted (0 with no backlog); Drained is false when it gave up.
+	DrainSeconds  float64 `json:"drain_seconds"`
+	Drained       bool    `json:"drained"`
+	TotalAccepted int64   `json:"total_accepted"` // warm-up included
+	TotalPosted   int64   `json:"total_posted"`   // after draining: more than accepted means doubles
+}
+
+// measureSustained runs conc closed-loop senders for warm + d against a bot
+// whose job runner runs in the same process, with the product's defaults
+// (32 workers, 250 ms poll), request i going to channel i mod channels, the
+// bot pacing each channel at interval and the emulator answering every post
+// at once (no enforced pace): the limit measured is approvalbot's, not
+// Slack's. It counts what intake accepted and what the emulator accepted as
+// posts over the same window, then stops sending and waits for the backlog
+// to drain.
+func (e *env) measureSustained(conc, channels int, interval, d time.Duration) (Sustained, error) {
+	s := Sustained{Concurrency: conc, Channels: channels, IntervalMs: ms(interval)}
+	posts := &postCounter{}
+	in, err := e.newBot(e.prefix("sustained"), countingEmulator(channels, posts), interval)
+	if err != nil {
+		return s, err
+	}
+	defer in.Close()
+	bodies := make([][]byte, channels)
+	for i := range bodies {
+		if bodies[i], err = e.channelBody(benchChannel(i)); err != nil {
+			return s, err
+		}
+	}
+	defer in.startJobs()()
+
+	c := newClient()
+	defer c.CloseIdleConnections()
+	var counting atomic.Bool
+	var total, n, errs atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				i := e.seq.Add(1)
+				body := bytes.Replace(bodies[int(i)%channels], []byte(exampleID), fmt.Appendf(nil, "s%d", i), 1)
+				err := post(c, in.http.URL, body)
+				if err == nil {
+					total.Add(1)
+				}
+				if counting.Load() {
+					if err != nil {
+						errs.Add(1)
+					} else {
+						n.Add(1)
+					}
+				}
+			}
+		})
+	}
+	time.Sleep(min(time.Second, d/5))
+	t0 := time.Now()
+	counting.Store(true)
+	time.Sleep(d)
+	counting.Store(false)
+	close(stop)
+	wg.Wait() // the requests in flight are answered: none is accepted later
+	t1 := time.Now()
+	s.Seconds = t1.Sub(t0).Seconds()
+	s.Accepted, s.Errors = n.Load(), errs.Load()
+	s.AcceptedPS = float64(s.Accepted) / s.Seconds
+	s.Posted = posts.between(t0, t1)
+	s.PostedPS = float64(s.Posted) / s.Seconds
+	s.TotalAccepted = total.Load()
+	s.Backlog = s.TotalAccepted - int64(posts.between(time.Time{}, t1))
+
+	giveUp := 2*time.Minute + time.Duration(max(s.Backlog, 0))*10*time.Millisecond
+	s.Drained = waitPosts(posts, int(s.TotalAccepted), giveUp) == nil
+	if s.Drained && s.Backlog > 0 {
+		s.DrainSeconds = posts.last().Sub(t1).Seconds()
+	}
+	if err := in.waitQuiet(time.Minute); err != nil {
+		return s, fmt.Errorf("sustained: %w", err)
+	}
+	s.TotalPosted = posts.n.Load()
+	if s.Accepted == 0 {
+		return s, fmt.Errorf("sustained: nothing accepted (%d errors)", s.Errors)
+	}
+	if !s.Drained {
+		return s, fmt.Errorf("sustained: backlog not drained after %v: %d of %d posted", giveUp, posts.n.Load(), s.TotalAccepted)
+	}
+	return s, nil
+}
+
+func printSustained(w io.Writer, s *Sustained, cfg Config) {
+	fmt.Fprintf(w, "Sustained end-to-end, closed loop (%d senders, %d channels, pace %v, runner in process, %v): accepted / posted req/s\t%.0f / %.0f\t\tgoal ≥ 2,000\n",
+		s.Concurrency, s.Channels, time.Duration(s.IntervalMs*float64(time.Millisecond)), cfg.Duration, s.AcceptedPS, s.PostedPS)
+	fmt.Fprintf(w, "  accepted / posted / errors in the window; backlog at end; drained in s\t%d / %d / %d; %d; %.2f%s\t\t\n",
+		s.Accepted, s.Posted, s.Errors, s.Backlog, s.DrainSeconds, map[bool]string{false: " (NOT DRAINED)"}[s.Drained])
+	fmt.Fprintf(w, "  posted / accepted in all (warm-up and drain included)\t%d / %d\t\t\n", s.TotalPosted, s.TotalAccepted)
+}
