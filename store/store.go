@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -77,6 +78,11 @@ type Store struct {
 	eventsRetention time.Duration
 	// sealer is woken by writes that append global audit entries (seal.go).
 	sealer *sealer
+	// confirms queues ConfirmOpenLater's confirmations (opencap.go).
+	confirms struct {
+		once  sync.Once
+		queue chan OpenSlot
+	}
 }
 
 // New returns a Store over rdb, which may be a standalone, Sentinel or
