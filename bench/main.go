@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -89,7 +90,19 @@ func main() {
 	flag.DurationVar(&cfg.SustainedPace, "sustained-interval", time.Millisecond, "per-channel posting pace of the bot in the sustained run (the emulator does not enforce one)")
 	flag.TextVar(&cfg.LogLevel, "log", slog.LevelError, "the bots' log level on stderr (e.g. WARN shows why a click was not recorded)")
 	asJSON := flag.Bool("json", false, "print JSON instead of a table")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bot, floor and load generator) to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var err error
 	if cfg.Rates, err = parseRates(*rates); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

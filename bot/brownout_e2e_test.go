@@ -30,7 +30,7 @@ import (
 // against the frozen server. So a request path that sets its deadline is
 // answered at once, whatever the machine's speed, and one that does not
 // hangs the test instead of passing it. Its other modes hold only
-// transactions (MULTI … EXEC): withholdAnswer lets them reach Redis and
+// transactions (MULTI … EXEC) and write scripts: withholdAnswer lets them reach Redis and
 // fails them as frozen commands fail (a write that lands while its caller
 // gives up); deliverLate holds them until the caller's deadline has passed
 // and then delivers them (a frozen server that gets to them late).
@@ -113,13 +113,42 @@ func (f *freezer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 				f.pingDeadline.Store(int64(time.Until(dl)))
 			}
 		}
-		if mode, thaw := f.state(); mode == frozen {
+		mode, thaw := f.state()
+		switch {
+		case mode == frozen:
+			err := f.wait(ctx, thaw)
+			cmd.SetErr(err)
+			return err
+		case mode == deliverLate && isWrite(cmd):
+			err := f.waitOut(ctx, thaw)
+			if ctx.Err() != nil {
+				f.late.Add(1)
+				_ = next(context.WithoutCancel(ctx), cmd)
+			}
+			cmd.SetErr(err)
+			return err
+		case mode == withholdAnswer && isWrite(cmd):
+			if err := next(ctx, cmd); err != nil {
+				return err
+			}
 			err := f.wait(ctx, thaw)
 			cmd.SetErr(err)
 			return err
 		}
 		return next(ctx, cmd)
 	}
+}
+
+// isWrite reports whether cmd is a request's write script (store's
+// applyWrite, whose first key is the request's hash): held like a
+// transaction, as it is one.
+func isWrite(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if n := cmd.Name(); (n != "evalsha" && n != "eval") || len(args) < 4 {
+		return false
+	}
+	key, _ := args[3].(string)
+	return strings.Contains(key, ":req:")
 }
 
 func (f *freezer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {

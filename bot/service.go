@@ -183,6 +183,9 @@ func NewService(d Deps) (*Service, error) {
 	// One change subscription per process wakes every long poll, and
 	// another the reader of the event streams (both end with Close).
 	changesCtx, stopChanges := context.WithCancel(context.Background())
+	// The sealer links the global audit entries this process and others
+	// write (store/seal.go); it ends with Close, too.
+	go d.Store.RunSealer(changesCtx, auditSealInterval, d.Logger.With("component", "audit"))
 	events := webhook.NewEventHub(changesCtx, d.Store, d.Store.SubscribeChanges(changesCtx), webhook.EventHubOptions{
 		MaxStreams: cfg.EventsMaxStreams, Heartbeat: d.EventsHeartbeat, Logger: d.Logger.With("component", "events")})
 	api, err := webhook.New(webhook.Options{
@@ -255,6 +258,11 @@ func NewService(d Deps) (*Service, error) {
 	}
 	return svc, nil
 }
+
+// auditSealInterval is how often every shard's pending global audit entries
+// are sealed, besides at once after each write of this process: it bounds
+// how long another process's entries stay pending after it crashed.
+const auditSealInterval = time.Second
 
 // Close releases long polls (they answer with the current state) and ends
 // the event streams (clients resume with Last-Event-ID, here or on another

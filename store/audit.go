@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -56,6 +57,31 @@ func (a auditHasher) sum(e AuditEntry) string {
 	h := a.new()
 	h.Write(payload)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// hashSuffix is how json.Marshal ends an entry whose Hash is empty (Hash is
+// its last field).
+const hashSuffix = `"hash":""}`
+
+// seal hashes e and returns its hash and its JSON with the hash in, from
+// one encoding: the JSON is the hashed payload with the hash written into
+// its last field.
+func (a auditHasher) seal(e AuditEntry) (sum, encoded string) {
+	e.Hash = ""
+	payload, _ := json.Marshal(e)
+	return a.sealPayload(payload)
+}
+
+// sealPayload is seal for an entry already encoded with an empty hash.
+func (a auditHasher) sealPayload(payload []byte) (sum, encoded string) {
+	h := a.new()
+	h.Write(payload)
+	sum = hex.EncodeToString(h.Sum(nil))
+	head, ok := bytes.CutSuffix(payload, []byte(hashSuffix))
+	if !ok {
+		panic("store: an audit entry's JSON does not end with its hash") // Hash is AuditEntry's last field
+	}
+	return sum, string(head) + `"hash":"` + sum + `"}`
 }
 
 // new is the hash of one entry, or of an export's lines.
@@ -247,7 +273,11 @@ type VerifyReport struct {
 	Requests, Entries int
 	// Deleted counts global entries whose request the retention sweep
 	// deleted after they were exported.
-	Deleted  int
+	Deleted int
+	// Pending counts global entries not sealed yet (seal.go): their
+	// sequence and the request entries they name are checked, their links
+	// are written by the sealer shortly after they are.
+	Pending  int
 	Problems []error
 }
 
@@ -274,6 +304,11 @@ func (s *Store) VerifyAll(ctx context.Context) (VerifyReport, error) {
 		if err := lastMatchesHead(name, lastOr(global, g.base), g.head); err != nil {
 			rep.Problems = append(rep.Problems, err)
 		}
+		if err := pendingFollows(name, lastOr(global, g.base), g.pending); err != nil {
+			rep.Problems = append(rep.Problems, err)
+		}
+		rep.Pending += len(g.pending)
+		global = append(global, g.pending...)
 		if g.base.seq > g.mark {
 			// The sweep trims only entries the mark covers (and the mark
 			// never moves back): entries no export holds were removed.
@@ -348,30 +383,37 @@ func (s *Store) VerifyAll(ctx context.Context) (VerifyReport, error) {
 
 // shardChain is a shard's global chain as read in one transaction: its
 // entries (after base), its head, its base (the last entry the retention
-// sweep removed; zero when none was) and its export mark.
+// sweep removed; zero when none was), its export mark, and the entries
+// written but not sealed yet (seal.go).
 type shardChain struct {
 	entries []AuditEntry
 	head    string
 	base    chainHead
 	mark    int64
+	pending []AuditEntry
 }
 
 func (s *Store) readShardChain(ctx context.Context, shard int) (shardChain, error) {
-	var list *redis.StringSliceCmd
+	var list, pending *redis.StringSliceCmd
 	var head, base, mark *redis.StringCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		list = p.LRange(ctx, s.keys.auditShard(shard), 0, -1)
 		head = p.Get(ctx, s.keys.auditShardHead(shard))
 		base = p.Get(ctx, s.keys.auditShardBase(shard))
 		mark = p.Get(ctx, s.keys.auditShardExported(shard))
+		pending = p.LRange(ctx, s.keys.auditShardPending(shard), 0, -1)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return shardChain{}, fmt.Errorf("store: read audit chain of shard %d: %w", shard, err)
 	}
 	entries, err := decodeChain(s.keys.auditShard(shard), list.Val())
+	if err != nil {
+		return shardChain{}, err
+	}
+	waiting, err := decodeChain(s.keys.auditShardPending(shard), pending.Val())
 	m, _ := strconv.ParseInt(mark.Val(), 10, 64)
-	return shardChain{entries: entries, head: head.Val(), base: parseHead(base.Val()), mark: m}, err
+	return shardChain{entries: entries, head: head.Val(), base: parseHead(base.Val()), mark: m, pending: waiting}, err
 }
 
 // eachRequest calls fn with the id of every request of a shard, as its
@@ -434,6 +476,22 @@ func lastMatchesHead(name string, last chainHead, head string) error {
 	return nil
 }
 
+// pendingFollows checks that a shard's pending entries continue its chain,
+// whose last entry is last: consecutive seqs, not linked yet.
+func pendingFollows(name string, last chainHead, pending []AuditEntry) error {
+	seq := last.seq
+	for _, e := range pending {
+		seq++
+		switch {
+		case e.Seq != seq:
+			return &ChainError{Chain: name, Seq: seq, Reason: fmt.Sprintf("pending entry's sequence number is %d, want %d (an entry was removed or inserted)", e.Seq, seq)}
+		case e.Prev != "" || e.Hash != "":
+			return &ChainError{Chain: name, Seq: seq, Reason: "a pending entry is linked, but only the sealer links entries, as it seals them"}
+		}
+	}
+	return nil
+}
+
 func containsHash(entries []AuditEntry, h string) bool {
 	for _, e := range entries {
 		if e.Hash == h {
@@ -443,26 +501,28 @@ func containsHash(entries []AuditEntry, h string) bool {
 	return false
 }
 
-// queueAudit appends events to the request's chain and to its shard's global
-// chain inside a transaction; heads are those read under WATCH.
-func (s *Store) queueAudit(ctx context.Context, p redis.Pipeliner, id string, at time.Time, reqHead, shardHead chainHead, events []AuditEvent) (chainHead, chainHead) {
+// queueAudit appends events to the request's chain, linked to reqHead (read
+// with the request), and records them for its shard's global chain: the
+// write's script gives them their sequence numbers (cmdGlobalAudit) and the
+// sealer links them (seal.go). first marks the request's first entries (a
+// create): the script records the global seq of the first as audit_gseq0.
+// It returns the request chain's new head.
+func (s *Store) queueAudit(ctx context.Context, p redis.Pipeliner, id string, at time.Time, reqHead chainHead, events []AuditEvent, first bool) chainHead {
 	shard := shardOf(id)
+	args := []any{cmdGlobalAudit, s.keys.auditShard(shard), s.keys.auditShardPending(shard), s.keys.auditShardBase(shard),
+		s.keys.request(id), boolArg(first)}
 	for _, ev := range events {
 		e := AuditEntry{Seq: reqHead.seq + 1, At: at.UTC(), RequestID: id, Event: ev.Event, Actor: ev.Actor, Data: ev.Data, Prev: reqHead.hash}
-		e.Hash = s.hasher.sum(e)
-		p.RPush(ctx, s.keys.auditRequest(id), mustJSON(e))
+		var encoded string
+		e.Hash, encoded = s.hasher.seal(e)
+		p.RPush(ctx, s.keys.auditRequest(id), encoded)
 		reqHead = chainHead{seq: e.Seq, hash: e.Hash}
-
-		g := AuditEntry{Seq: shardHead.seq + 1, At: e.At, RequestID: id, EntryHash: e.Hash, Prev: shardHead.hash}
-		g.Hash = s.hasher.sum(g)
-		p.RPush(ctx, s.keys.auditShard(shard), mustJSON(g))
-		shardHead = chainHead{seq: g.Seq, hash: g.Hash}
+		// Seq 0 (the script writes the real one), Prev and Hash empty (the
+		// sealer writes them): an unsealed global entry.
+		args = append(args, mustJSON(AuditEntry{At: e.At, RequestID: id, EntryHash: e.Hash}))
 	}
-	p.Set(ctx, s.keys.auditShardHead(shard), shardHead.String(), 0)
-	// The global seq of the request's newest entry: the retention sweep
-	// deletes the request only once the export mark covers it.
-	p.HSet(ctx, s.keys.request(id), gseqField, shardHead.seq)
-	return reqHead, shardHead
+	p.Do(ctx, args...)
+	return reqHead
 }
 
 // Request hash fields of the audit's global chain: gseqField is the global

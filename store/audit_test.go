@@ -178,7 +178,11 @@ func TestIntakeRefusalsAreAudited(t *testing.T) {
 		t.Fatalf("VerifyAll = %+v, %v", rep, err)
 	}
 
-	// Rewrite the refusal's rule in place: its hash no longer matches.
+	// Rewrite the refusal's rule in place, once sealed: its hash no longer
+	// matches.
+	if err := st.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
 	rdb, _ := redistest.Client(t)
 	raw, err := rdb.LRange(ctx, keyOf("audit"), 0, -1).Result()
 	if err != nil {

@@ -109,9 +109,15 @@ func (s *Store) ExportAudit(ctx context.Context, w io.Writer, since, until time.
 // in one transaction. The ids of one shard's exported requests are the only
 // thing held beyond one chain. The trailer carries the digest of every line
 // before it. Export marks nothing: the caller calls MarkExported with the
-// runs once the export is stored safely.
+// runs once the export is stored safely. Pending global entries (seal.go)
+// are sealed first.
 func (s *Store) Export(ctx context.Context, w io.Writer, since, until time.Time) (ExportSummary, error) {
 	var sum ExportSummary
+	// What was written before the export is exported: pending global
+	// entries are sealed first (seal.go; refused under another audit key).
+	if err := s.Seal(ctx); err != nil {
+		return sum, fmt.Errorf("store: export audit: %w", err)
+	}
 	bw := bufio.NewWriter(w)
 	digest := s.hasher.new()
 	enc := json.NewEncoder(io.MultiWriter(bw, digest))

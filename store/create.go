@@ -11,9 +11,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Creating a request: one optimistic transaction that stores it, indexes
-// it, appends its first audit entry and event, and schedules its post and
-// timers (the fields it writes are decoded by decodeRecord in record.go).
+// Creating a request: one script (applyWrite) that checks the id is free
+// (or holds this very request: a retry) and stores it, indexes it, appends
+// its first audit entry and event, and schedules its post and timers, in
+// one round trip with no optimistic retries (the fields it writes are
+// decoded by decodeRecord in record.go).
 
 // Create stores a new request and schedules its Slack post atomically, with
 // the "requested" audit entry. created is false when the same agent already
@@ -33,157 +35,148 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	if ReservedID(n.ID) {
 		return Record{}, false, fmt.Errorf("store: create %q: %w", n.ID, ErrReservedID)
 	}
-	shard := shardOf(n.ID)
-	reqKey, headKey := s.keys.request(n.ID), s.keys.auditShardHead(shard)
-	writeBy, fenced := ctx.Value(writeByKey{}).(time.Time)
+	writeBy, err := writeByMs(ctx)
+	if err != nil {
+		return Record{}, false, err
+	}
 	_, storedOnly := ctx.Value(storedOnlyKey{}).(bool)
+	guard := &createGuard{hash: n.BodyHash, agent: n.Agent, storedOnly: storedOnly}
+	if n.MatchGrants != nil {
+		// Checked in the script: with no live grant copy of the agent in
+		// the shard, nothing can resolve it as it is created.
+		guard.grantsKey = s.keys.grantCopies(shardOf(n.ID), n.Agent)
+	}
+	p := s.record()
+	now := s.now()
+	rec, _ = s.queueCreate(ctx, p, n, now)
+	s.queueEvents(ctx, p, rec, now, createEvents(n), eventsCursorField(n))
+	s.queuePublish(ctx, p, n.ID) // wakes the event streams' reader
+	rec.Events.Cursor, err = s.apply(ctx, s.keys.request(n.ID), write{cmds: p.Cmds(), writeBy: writeBy, create: guard, sealShard: shardOf(n.ID)})
+	if errors.Is(err, errGrantsMayMatch) {
+		return s.createMatchingGrants(ctx, n, writeBy, storedOnly)
+	}
+	return s.created(ctx, n.ID, rec, false, err)
+}
+
+// created turns a create's outcome into Create's answer.
+func (s *Store) created(ctx context.Context, id string, rec Record, byGrant bool, err error) (Record, bool, error) {
+	switch {
+	case err == nil:
+		if byGrant {
+			rec, err = s.Get(ctx, id) // as the change left it
+			return rec, true, err
+		}
+		return rec, true, nil
+	case errors.Is(err, ErrWriteDeadline), errors.Is(err, ErrNotFound), errors.Is(err, ErrConflict):
+		return Record{}, false, err
+	case errors.Is(err, errDuplicate):
+		rec, err = s.Get(ctx, id)
+		return rec, false, err
+	default:
+		return Record{}, false, fmt.Errorf("store: create request %s: %w", id, err)
+	}
+}
+
+// createMatchingGrants is Create for a request its agent's live standing
+// approvals might resolve as it is created: the grants are matched in Go, so
+// the agent's grant copies of the shard are WATCHed (a grant created,
+// revoked or expiring meanwhile fails the EXEC, and the match runs again on
+// what is live then).
+func (s *Store) createMatchingGrants(ctx context.Context, n NewRequest, writeBy int64, storedOnly bool) (Record, bool, error) {
+	shard := shardOf(n.ID)
+	reqKey := s.keys.request(n.ID)
+	guard := &createGuard{hash: n.BodyHash, agent: n.Agent, storedOnly: storedOnly}
 	for range 200 {
-		watched := []string{reqKey, headKey, s.keys.events(shard)}
-		if n.MatchGrants != nil {
-			// The agent's grant copies of this shard: a grant created or
-			// revoked meanwhile fails the EXEC (grants.go).
-			watched = append(watched, s.keys.grantCopies(shard, n.Agent))
-		}
+		var rec Record
 		var byGrant bool
-		var fenceKey string
-		if fenced {
-			if fenceKey, err = s.setFence(ctx, n.ID, writeBy); err != nil {
-				return Record{}, false, err
-			}
-			watched = append(watched, fenceKey)
-		}
-		err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			// Everything the create decides on, read in one round trip
-			// (after WATCH, before MULTI: still watched).
-			var hm *redis.SliceCmd
-			var alive *redis.IntCmd
-			var headCmd *redis.StringCmd
-			var newest *redis.XMessageSliceCmd
-			_, _ = tx.Pipelined(ctx, func(p redis.Pipeliner) error {
-				hm = p.HMGet(ctx, reqKey, "hash", "agent")
-				if fenceKey != "" {
-					alive = p.Exists(ctx, fenceKey)
-				}
-				headCmd = p.Get(ctx, headKey)
-				newest = p.XRevRangeN(ctx, s.keys.events(shard), "+", "-", 1)
-				return nil
-			})
-			h, err := hm.Result()
+		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			live, err := s.watchGrantCopies(ctx, tx, shard, n.Agent)
 			if err != nil {
 				return err
 			}
-			if h[0] != nil {
-				if h[0] == n.BodyHash && h[1] == n.Agent {
-					return errDuplicate
-				}
-				return ErrConflict
-			}
-			if storedOnly {
-				return ErrNotFound
-			}
-			if alive != nil {
-				// Expired before WATCH saw it, the fence could not fail
-				// the EXEC: the time has passed, create nothing.
-				if n, err := alive.Result(); err != nil {
-					return err
-				} else if n == 0 {
-					return ErrWriteDeadline
-				}
-			}
-			head, err := headCmd.Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return err
-			}
-			lastEvent, err := newestEventID(newest)
-			if err != nil {
-				return err
-			}
-			var live []Grant
-			if n.MatchGrants != nil {
-				if live, err = s.watchGrantCopies(ctx, tx, shard, n.Agent); err != nil {
-					return err
-				}
-			}
+			p := s.record()
 			now := s.now()
-			ms := now.UnixMilli()
-			byGrant = false
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				reqHead, shardHead := s.queueAudit(ctx, p, n.ID, now, chainHead{}, parseHead(head),
-					[]AuditEvent{{Event: "requested", Actor: "agent:" + n.Agent, Data: map[string]any{"channel": n.Channel}}})
-				timerIDs := make([]string, len(n.Timers))
-				for i, tm := range n.Timers {
-					timerIDs[i] = tm.ID
-					p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(tm.At.UnixMilli()), Member: tm.ID})
+			var reqHead chainHead
+			rec, reqHead = s.queueCreate(ctx, p, n, now)
+			events := createEvents(n)
+			if len(live) > 0 {
+				// Resolved by a standing approval as it is created: the
+				// change applies on top of the create, in its script.
+				ch, err := n.MatchGrants(rec, live)
+				if err != nil {
+					return err
 				}
-				reviewers := uniqueUsers(nil, n.Reviewers)
-				fields := map[string]string{"id": n.ID, "agent": n.Agent, "status": string(aah.StatusPending),
-					"timers": mustJSON(timerIDs), reviewerIdxField: mustJSON(reviewers),
-					"doc": string(n.Document), "hash": n.BodyHash, "channel": n.Channel, "response_url": n.ResponseURL,
-					"version": "1", "received_ms": strconv.FormatInt(ms, 10), "updated_ms": strconv.FormatInt(ms, 10),
-					"audit_head": reqHead.String(), gseq0Field: strconv.FormatInt(parseHead(head).seq+1, 10)}
-				if n.NoRequester {
-					fields[noRequesterField] = "1"
+				if ch != nil {
+					byGrant = true
+					s.queueChange(ctx, p, rec, reqHead, ch)
+					events = append(events, changeEvents(rec, ch)...)
 				}
-				createEventsFields(n.Events, lastEvent, fields)
-				p.HSet(ctx, reqKey, fields)
-				rec = decodeRecord(fields) // exactly what Get will read back
-				events := createEvents(n)
-				p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobPost, n.ID)})
-				if s.homeJobs {
-					p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobHome, n.ID)})
-				}
-				idxs := []string{s.keys.statusIndex(shard, aah.StatusPending), s.keys.agentIndex(shard, n.Agent, ""),
-					s.keys.agentIndex(shard, n.Agent, aah.StatusPending), s.keys.openIndex(shard),
-					s.keys.channelIndex(shard, n.Channel)}
-				for _, u := range reviewers {
-					idxs = append(idxs, s.keys.reviewerIndex(shard, u))
-				}
-				for _, idx := range idxs {
-					p.ZAdd(ctx, idx, redis.Z{Score: float64(ms), Member: n.ID})
-				}
-				if !n.Deadline.IsZero() {
-					p.ZAdd(ctx, s.keys.deadlineIndex(shard), redis.Z{Score: float64(n.Deadline.UnixMilli()), Member: n.ID})
-				}
-				if len(live) > 0 {
-					// Resolved by a standing approval as it is created: the
-					// change applies on top of the create, in its MULTI.
-					ch, err := n.MatchGrants(rec, live)
-					if err != nil {
-						return err
-					}
-					if ch != nil {
-						byGrant = true
-						s.queueChange(ctx, p, rec, reqHead, shardHead, ch)
-						events = append(events, changeEvents(rec, ch)...)
-					}
-				}
-				s.queueEvents(ctx, p, rec, lastEvent, now, events)
-				return nil
-			})
-			return err
-		}, watched...)
-		switch {
-		case err == nil:
-			s.publishChange(ctx, n.ID) // wakes the event streams' reader
-			if byGrant {
-				rec, err = s.Get(ctx, n.ID) // as the change left it
-				return rec, true, err
 			}
-			return rec, true, nil
-		case errors.Is(err, ErrWriteDeadline), errors.Is(err, ErrNotFound):
-			return Record{}, false, err
-		case errors.Is(err, errDuplicate):
-			rec, err = s.Get(ctx, n.ID)
-			return rec, false, err
-		case errors.Is(err, ErrConflict):
-			return Record{}, false, ErrConflict
-		case errors.Is(err, redis.TxFailedErr):
-			continue // a concurrent create or audit write: look again
-		default:
-			return Record{}, false, fmt.Errorf("store: create request %s: %w", n.ID, err)
+			s.queueEvents(ctx, p, rec, now, events, eventsCursorField(n))
+			s.queuePublish(ctx, p, n.ID)
+			rec.Events.Cursor, err = s.applyInTx(ctx, tx, reqKey, write{cmds: p.Cmds(), writeBy: writeBy, create: guard, sealShard: shard})
+			return err
+		}, s.keys.grantCopies(shard, n.Agent))
+		if errors.Is(err, redis.TxFailedErr) {
+			continue // a grant changed: match again
 		}
+		return s.created(ctx, n.ID, rec, byGrant, err)
 	}
 	return Record{}, false, fmt.Errorf("store: create request %s: too much contention", n.ID)
+}
+
+// queueCreate records a new request's writes: its hash, its first audit
+// entry, its indexes, its post and timer jobs. It returns the record as Get
+// will read it back and the head of its audit chain.
+func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest, now time.Time) (Record, chainHead) {
+	shard := shardOf(n.ID)
+	ms := now.UnixMilli()
+	reqHead := s.queueAudit(ctx, p, n.ID, now, chainHead{},
+		[]AuditEvent{{Event: "requested", Actor: "agent:" + n.Agent, Data: map[string]any{"channel": n.Channel}}}, true)
+	// Its jobs, in one ZADD: the timers, the post, the Home tabs' update.
+	jobs := make([]redis.Z, 0, len(n.Timers)+2)
+	timerIDs := make([]string, len(n.Timers))
+	for i, tm := range n.Timers {
+		timerIDs[i] = tm.ID
+		jobs = append(jobs, redis.Z{Score: float64(tm.At.UnixMilli()), Member: tm.ID})
+	}
+	jobs = append(jobs, redis.Z{Score: float64(ms), Member: jobID(JobPost, n.ID)})
+	if s.homeJobs {
+		jobs = append(jobs, redis.Z{Score: float64(ms), Member: jobID(JobHome, n.ID)})
+	}
+	p.ZAdd(ctx, s.keys.jobs(shard).due, jobs...)
+	reviewers := uniqueUsers(nil, n.Reviewers)
+	fields := map[string]string{"id": n.ID, "agent": n.Agent, "status": string(aah.StatusPending),
+		"timers": mustJSON(timerIDs), reviewerIdxField: mustJSON(reviewers),
+		"doc": string(n.Document), "hash": n.BodyHash, "channel": n.Channel, "response_url": n.ResponseURL,
+		"version": "1", "received_ms": strconv.FormatInt(ms, 10), "updated_ms": strconv.FormatInt(ms, 10),
+		"audit_head": reqHead.String()}
+	if n.NoRequester {
+		fields[noRequesterField] = "1"
+	}
+	createEventsFields(n.Events, fields)
+	p.HSet(ctx, s.keys.request(n.ID), fields)
+	// Exactly what Get will read back (store_test checks it), made
+	// without decoding the fields just encoded.
+	rec := Record{ID: n.ID, Agent: n.Agent, Status: aah.StatusPending, Document: n.Document, BodyHash: n.BodyHash,
+		Channel: n.Channel, ResponseURL: n.ResponseURL, Version: 1, ReceivedAt: fromMs(ms), UpdatedAt: fromMs(ms),
+		Timers: nilIfEmpty(timerIDs), IndexedReviewers: nilIfEmpty(reviewers), noRequester: n.NoRequester}
+	if n.Events != nil && n.Events.URL != "" {
+		rec.Events = EventsState{URL: n.Events.URL, Types: nilIfEmpty(n.Events.Types)}
+	}
+	idxs := []string{s.keys.statusIndex(shard, aah.StatusPending), s.keys.agentIndex(shard, n.Agent, ""),
+		s.keys.agentIndex(shard, n.Agent, aah.StatusPending), s.keys.openIndex(shard),
+		s.keys.channelIndex(shard, n.Channel)}
+	for _, u := range reviewers {
+		idxs = append(idxs, s.keys.reviewerIndex(shard, u))
+	}
+	for _, idx := range idxs {
+		p.ZAdd(ctx, idx, redis.Z{Score: float64(ms), Member: n.ID})
+	}
+	if !n.Deadline.IsZero() {
+		p.ZAdd(ctx, s.keys.deadlineIndex(shard), redis.Z{Score: float64(n.Deadline.UnixMilli()), Member: n.ID})
+	}
+	return rec, reqHead
 }
 
 var errDuplicate = errors.New("store: duplicate")
@@ -198,4 +191,12 @@ type storedOnlyKey struct{}
 // deleted meanwhile (retention), storing it would bypass them.
 func StoredOnly(ctx context.Context) context.Context {
 	return context.WithValue(ctx, storedOnlyKey{}, true)
+}
+
+// nilIfEmpty is list as decodeTimers reads it back: nil when empty.
+func nilIfEmpty(list []string) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	return list
 }

@@ -66,17 +66,26 @@ func decodeEventsState(h map[string]string) EventsState {
 }
 
 // createEventsFields are the request hash fields of a new request's
-// subscription: its cursor starts at the shard stream's tail before the
-// request's first event.
-func createEventsFields(sub *aah.EventSubscription, lastEvent string, fields map[string]string) {
+// subscription; its cursor (events_cursor) is written by the create's
+// script: the shard stream's tail before the request's first event
+// (eventsCursorField).
+func createEventsFields(sub *aah.EventSubscription, fields map[string]string) {
 	if sub == nil || sub.URL == "" {
 		return
 	}
 	fields["events_url"] = sub.URL
-	fields["events_cursor"] = lastEvent
 	if len(sub.Types) > 0 {
 		fields["events_types"] = mustJSON(sub.Types)
 	}
+}
+
+// eventsCursorField is the field that receives a new request's event
+// cursor, "" when it subscribes to nothing.
+func eventsCursorField(n NewRequest) string {
+	if n.Events == nil || n.Events.URL == "" {
+		return ""
+	}
+	return "events_cursor"
 }
 
 // queueEventsJob schedules rec's event callback job when evs hold an event

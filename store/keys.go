@@ -37,7 +37,9 @@ const Shards = 16
 //	<p>:{sNN}:audit:<id>               list    the request's audit chain (JSON entries), oldest first
 //	<p>:{sNN}:audit                    list    the shard's global audit chain, oldest first (with the
 //	                                           standalone intake_refused entries of refused requests)
-//	<p>:{sNN}:audit:head               string  "<seq>:<hash>" of the shard's global chain
+//	<p>:{sNN}:audit:head               string  "<seq>:<hash>" of the shard's global chain (its last sealed entry)
+//	<p>:{sNN}:audit-pending            list    global entries written but not sealed yet, oldest first: their
+//	                                           seqs follow the chain's, prev and hash are empty (seal.go)
 //	<p>:{sNN}:audit-base               string  "<seq>:<hash>" of the last entry the retention sweep trimmed from
 //	                                           the front of the shard's global chain (absent: none was); the
 //	                                           chain's first entry links to it (retention.go)
@@ -55,8 +57,6 @@ const Shards = 16
 //	                                           EVENTS_RETENTION as entries are added
 //	<p>:{sNN}:copies:<id>              hash    the request's other Slack messages (reminder and escalation
 //	                                           copies): attempts, first attempt ms and recorded copy, per effect
-//	<p>:{sNN}:fence:<uuid>             string  a write deadline (WriteBy): exists until then, WATCHed by
-//	                                           the update, whose EXEC fails once it expired
 //	<p>:{sNN}:grant:<grant id>         string  the shard's copy of a standing approval (JSON), or "-" once
 //	                                           revoked; PEXPIREAT its expiry; a create WATCHes what it reads
 //	                                           (grants.go)
@@ -89,6 +89,17 @@ const Shards = 16
 // <p> is the configurable prefix (default "ab"); sNN is the shard, 00..15.
 type keys struct {
 	prefix string
+	// slots are the shards' key prefixes ("<p>:{sNN}"), formatted once:
+	// every key of a request starts with one.
+	slots *[Shards]string
+}
+
+func newKeys(prefix string) keys {
+	k := keys{prefix: prefix, slots: new([Shards]string)}
+	for shard := range Shards {
+		k.slots[shard] = fmt.Sprintf("%s:{s%02d}", prefix, shard)
+	}
+	return k
 }
 
 // reservedIDs are request ids whose per-request keys would be another key:
@@ -107,7 +118,7 @@ func shardOf(requestID string) int {
 	return int(crc32.ChecksumIEEE([]byte(requestID)) % Shards)
 }
 
-func (k keys) slot(shard int) string { return fmt.Sprintf("%s:{s%02d}", k.prefix, shard) }
+func (k keys) slot(shard int) string { return k.slots[shard] }
 
 func (k keys) request(id string) string { return k.slot(shardOf(id)) + ":req:" + id }
 
@@ -193,9 +204,12 @@ func (k keys) auditShardBase(shard int) string { return k.slot(shard) + ":audit-
 
 func (k keys) auditShardExported(shard int) string { return k.slot(shard) + ":audit-exported" }
 
-func (k keys) retention(shard int) string { return k.slot(shard) + ":retention" }
+// auditShardPending holds the shard's global entries not sealed yet: their
+// sequence numbers follow the chain's, their links are not written yet
+// (seal.go).
+func (k keys) auditShardPending(shard int) string { return k.slot(shard) + ":audit-pending" }
 
-func (k keys) fence(shard int, token string) string { return k.slot(shard) + ":fence:" + token }
+func (k keys) retention(shard int) string { return k.slot(shard) + ":retention" }
 
 func (k keys) deliveries(id string) string { return k.slot(shardOf(id)) + ":deliveries:" + id }
 

@@ -111,37 +111,41 @@ func (s *Store) ReserveOpen(ctx context.Context, agent, id string, max int, leas
 		if err != nil {
 			return OpenSlot{}, fmt.Errorf("store: reserve an open request slot of %s: %w", agent, err)
 		}
-		if len(res) < 2 {
-			return OpenSlot{}, fmt.Errorf("store: reserve an open request slot of %s: unexpected answer %v", agent, res)
-		}
-		code, _ := res[0].(int64)
-		slot.Open, _ = res[1].(int64)
-		switch code {
-		case 1:
-			slot.Reserved = true
-			return slot, nil
-		case 2:
-			slot.Held = true
-			return slot, nil
-		case 0:
-			return slot, nil
-		case 3:
-			if err := s.seedOpen(ctx, agent); err != nil {
-				return OpenSlot{}, err
-			}
-		case 4:
-			removed, err := s.reconcileOpen(ctx, agent, now, res[2:])
-			if err != nil {
-				return OpenSlot{}, err
-			}
-			if removed == 0 {
-				return slot, nil // the count is the truth: refused
-			}
-		default:
-			return OpenSlot{}, fmt.Errorf("store: reserve an open request slot of %s: unexpected answer %v", agent, res)
+		if slot, done, err := s.reserved(ctx, slot, now, res); done || err != nil {
+			return slot, err
 		}
 	}
 	return OpenSlot{}, fmt.Errorf("store: reserve an open request slot of %s: the count kept changing", agent)
+}
+
+// reserved reads reserveOpen's answer res for slot (taken at now). done is
+// false when the script must run again: the count was seeded, or members
+// were reconciled away, meanwhile.
+func (s *Store) reserved(ctx context.Context, slot OpenSlot, now int64, res []any) (_ OpenSlot, done bool, _ error) {
+	if len(res) < 2 {
+		return OpenSlot{}, true, fmt.Errorf("store: reserve an open request slot of %s: unexpected answer %v", slot.agent, res)
+	}
+	code, _ := res[0].(int64)
+	slot.Open, _ = res[1].(int64)
+	switch code {
+	case 1:
+		slot.Reserved = true
+		return slot, true, nil
+	case 2:
+		slot.Held = true
+		return slot, true, nil
+	case 0:
+		return slot, true, nil
+	case 3:
+		return OpenSlot{}, false, s.seedOpen(ctx, slot.agent)
+	case 4:
+		removed, err := s.reconcileOpen(ctx, slot.agent, now, res[2:])
+		if err != nil {
+			return OpenSlot{}, true, err
+		}
+		return slot, removed == 0, nil // none removed: the count is the truth, refused
+	}
+	return OpenSlot{}, true, fmt.Errorf("store: reserve an open request slot of %s: unexpected answer %v", slot.agent, res)
 }
 
 // ConfirmOpen makes the request of slot a confirmed member of its agent's
@@ -163,6 +167,52 @@ func (s *Store) ConfirmOpen(ctx context.Context, slot OpenSlot) error {
 		return fmt.Errorf("store: confirm the open request %s of %s: %w", slot.id, slot.agent, err)
 	}
 	return nil
+}
+
+// ConfirmOpenLater is ConfirmOpen off the caller's path: confirmations
+// queue for a writer that sends what has queued in one pipeline (under
+// load, one round trip confirms many). A confirmation lost (a crash, Redis
+// failing) changes nothing the count says: an unconfirmed reservation
+// counts until reconcile looks at its request and confirms it.
+func (s *Store) ConfirmOpenLater(slot OpenSlot) {
+	if !slot.Reserved {
+		return
+	}
+	s.confirms.once.Do(func() {
+		s.confirms.queue = make(chan OpenSlot, 4096)
+		go s.confirmQueued()
+	})
+	select {
+	case s.confirms.queue <- slot:
+	default:
+		// A backlog that full means Redis is not keeping up: leave this one
+		// to reconcile rather than hold the caller.
+	}
+}
+
+// confirmQueued writes queued confirmations, a pipeline at a time, for
+// the life of the process.
+func (s *Store) confirmQueued() {
+	for slot := range s.confirms.queue {
+		batch := []OpenSlot{slot}
+	more:
+		for len(batch) < 256 {
+			select {
+			case next := <-s.confirms.queue:
+				batch = append(batch, next)
+			default:
+				break more
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		pipe := s.rdb.Pipeline()
+		score := float64(openConfirmed + s.nowMs())
+		for _, sl := range batch {
+			pipe.ZAdd(ctx, s.keys.openCount(sl.agent), redis.Z{Score: score, Member: sl.id})
+		}
+		_, _ = pipe.Exec(ctx) // a failure leaves them to reconcile (above)
+		cancel()
+	}
 }
 
 // SettleOpen decides a slot whose create did not create the request, and

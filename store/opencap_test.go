@@ -293,3 +293,39 @@ func testOpenCapSeed(t *testing.T, b backend) {
 func approvalOn(f fixture, s *store.Store) *approval.Core {
 	return approval.New(s, approval.Options{Now: f.clk.Now})
 }
+
+// TestAdmit: both limits in one round trip. The rate is checked first and
+// a request it refuses reserves no slot; one it lets through gets a slot,
+// or the cap's refusal.
+func TestAdmit(t *testing.T) {
+	for name, b := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b)
+			rate := store.Rate{Count: 3, Per: time.Minute, Burst: 3}
+			admit := func(id string) (store.RateDecision, store.OpenSlot) {
+				t.Helper()
+				d, slot, err := f.s.Admit(f.ctx, "pm", id, rate, 2, testLease)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d, slot
+			}
+			for i, id := range []string{"a1", "a2"} {
+				if d, slot := admit(id); !d.Allowed || !slot.Reserved || slot.Open != int64(i+1) {
+					t.Fatalf("Admit(%s) = %+v, %+v; want allowed and reserved, %d open", id, d, slot, i+1)
+				}
+			}
+			if d, slot := admit("a3"); !d.Allowed || slot.Allowed() || slot.Open != 2 {
+				t.Fatalf("Admit(a3) = %+v, %+v; want allowed by the rate, refused by the cap at 2", d, slot)
+			}
+			if d, slot := admit("a4"); d.Allowed || d.Wait <= 0 || slot.Allowed() {
+				t.Fatalf("Admit(a4) = %+v, %+v; want refused by the rate (3 per minute) with a wait", d, slot)
+			}
+			counted, err := f.s.OpenCounted(f.ctx, "pm")
+			if err != nil || len(counted) != 2 {
+				t.Fatalf("counted %v, %v; want a1 and a2 only: refusals reserve nothing", counted, err)
+			}
+		})
+	}
+}

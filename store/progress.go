@@ -126,47 +126,25 @@ func createEvents(n NewRequest) []pendingEvent {
 	return []pendingEvent{{EventInputRequested, d}}
 }
 
-// lastEventID reads the newest entry id of a shard's stream inside a
-// WATCH (the stream is watched): the ids queueEvents gives follow it.
-func (s *Store) lastEventID(ctx context.Context, tx *redis.Tx, shard int) (string, error) {
-	return newestEventID(tx.XRevRangeN(ctx, s.keys.events(shard), "+", "-", 1))
-}
-
-// newestEventID is the id an XREVRANGE … COUNT 1 of a shard's stream
-// read: "0-0" for an empty stream.
-func newestEventID(cmd *redis.XMessageSliceCmd) (string, error) {
-	msgs, err := cmd.Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return "", err
-	}
-	if len(msgs) == 0 {
-		return "0-0", nil
-	}
-	return msgs[0].ID, nil
-}
-
-// queueEvents appends evs to the request's shard stream on a MULTI
-// pipeline, after last (the stream's newest id, read under WATCH), and
-// trims the entries older than the retention. Ids are "<ms>-<seq>" of the
-// store's clock (never below last), so the age the trim goes by is the
-// clock's, and replicas writing the same shard cannot reorder it.
-func (s *Store) queueEvents(ctx context.Context, p redis.Pipeliner, rec Record, last string, now time.Time, evs []pendingEvent) {
+// queueEvents records evs for the request's shard stream: the write's
+// script gives them ids "<ms>-<seq>" of the store's clock that follow the
+// stream's newest (never going back, so replicas writing one shard cannot
+// reorder it) and trims the entries older than the retention
+// (cmdEvents). cursor, when set, is the request hash field that receives
+// the stream's newest id before these events (a new request's event
+// subscription starts there).
+func (s *Store) queueEvents(ctx context.Context, p redis.Pipeliner, rec Record, now time.Time, evs []pendingEvent, cursor string) {
 	if len(evs) == 0 {
 		return
 	}
-	key := s.keys.events(shardOf(rec.ID))
-	ms, seq := parseStreamID(last)
 	minID := strconv.FormatInt(now.Add(-s.eventsRetention).UnixMilli(), 10)
+	at := strconv.FormatInt(now.UnixMilli(), 10)
+	args := make([]any, 0, 6+5*len(evs))
+	args = append(args, cmdEvents, s.keys.events(shardOf(rec.ID)), at, minID, s.keys.request(rec.ID), cursor)
 	for _, e := range evs {
-		if now.UnixMilli() > ms {
-			ms, seq = now.UnixMilli(), 0
-		} else {
-			seq++
-		}
-		p.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: formatStreamID(ms, seq), MinID: minID, Values: []any{
-			"request_id", rec.ID, "agent", rec.Agent, "type", e.typ,
-			"at", strconv.FormatInt(now.UnixMilli(), 10), "data", mustJSON(e.data)}})
+		args = append(args, rec.ID, rec.Agent, e.typ, at, mustJSON(e.data))
 	}
+	p.Do(ctx, args...)
 	s.queueEventsJob(ctx, p, rec, now, evs)
 }
 

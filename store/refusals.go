@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // EventIntakeRefused is the audit event of a decision request intake
@@ -34,8 +30,8 @@ type IntakeRefusal struct {
 // own hash covers what it says. VerifyAll checks it like every link of that
 // chain; it references no request chain.
 //
-// Keys: <p>:{sNN}:audit and <p>:{sNN}:audit:head of that shard (WATCHed, as
-// every writer of the shard's chain does).
+// It is appended as every global entry is (cmdGlobalAudit, then sealed),
+// in one round trip.
 func (s *Store) AuditIntakeRefusal(ctx context.Context, r IntakeRefusal) error {
 	if r.Agent == "" || r.BodyHash == "" || r.Rule == "" {
 		return errors.New("store: audit intake refusal: agent, body hash and rule are required")
@@ -44,36 +40,15 @@ func (s *Store) AuditIntakeRefusal(ctx context.Context, r IntakeRefusal) error {
 	if r.ArtifactID != "" {
 		shard = shardOf(r.ArtifactID)
 	}
-	chainKey, headKey := s.keys.auditShard(shard), s.keys.auditShardHead(shard)
 	data := map[string]any{"rule": r.Rule, "body_hash": r.BodyHash, "problems": r.Problems}
-	for attempt := range 200 {
-		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			raw, err := tx.Get(ctx, headKey).Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return err
-			}
-			head := parseHead(raw)
-			e := AuditEntry{Seq: head.seq + 1, At: s.now().UTC(), RequestID: r.ArtifactID, Event: EventIntakeRefused,
-				Actor: "agent:" + r.Agent, Data: data, Prev: head.hash}
-			e.Hash = s.hasher.sum(e)
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				p.RPush(ctx, chainKey, mustJSON(e))
-				p.Set(ctx, headKey, chainHead{seq: e.Seq, hash: e.Hash}.String(), 0)
-				return nil
-			})
-			return err
-		}, headKey)
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, redis.TxFailedErr):
-			// Another write to the shard's chain: back off a little, read the head again.
-			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) * int64(min(attempt+1, 20)))))
-		default:
-			return fmt.Errorf("store: audit intake refusal of agent %s: %w", r.Agent, err)
-		}
+	e := AuditEntry{At: s.now().UTC(), RequestID: r.ArtifactID, Event: EventIntakeRefused, Actor: "agent:" + r.Agent, Data: data}
+	p := s.record()
+	chain := s.keys.auditShard(shard)
+	p.Do(ctx, cmdGlobalAudit, chain, s.keys.auditShardPending(shard), s.keys.auditShardBase(shard), "", "0", mustJSON(e))
+	if _, err := s.apply(ctx, chain, write{cmds: p.Cmds(), sealShard: shard}); err != nil {
+		return fmt.Errorf("store: audit intake refusal of agent %s: %w", r.Agent, err)
 	}
-	return fmt.Errorf("store: audit intake refusal of agent %s: too much contention", r.Agent)
+	return nil
 }
 
 // IntakeRefusals returns every refused intake in the audit, shard by shard,
@@ -81,10 +56,11 @@ func (s *Store) AuditIntakeRefusal(ctx context.Context, r IntakeRefusal) error {
 func (s *Store) IntakeRefusals(ctx context.Context) ([]AuditEntry, error) {
 	var out []AuditEntry
 	for shard := range Shards {
-		global, err := s.readChain(ctx, s.keys.auditShard(shard))
+		g, err := s.readShardChain(ctx, shard)
 		if err != nil {
 			return nil, err
 		}
+		global := append(g.entries, g.pending...)
 		for _, e := range global {
 			if e.Event == EventIntakeRefused && e.EntryHash == "" {
 				out = append(out, e)

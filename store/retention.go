@@ -93,6 +93,10 @@ func (s *Store) Sweep(ctx context.Context, shard int, o RetentionOptions) (Sweep
 	o.Batch = cmp.Or(o.Batch, 200)
 	o.Scan = cmp.Or(o.Scan, 10*o.Batch)
 	cutoff := s.now().Add(-o.Retention).UnixMilli()
+	// The sweep reads the chain up to its head: seal what is pending first.
+	if _, err := s.SealShard(ctx, shard); err != nil {
+		return rep, err
+	}
 	mark, err := s.exportMark(ctx, shard)
 	if err != nil {
 		return rep, err

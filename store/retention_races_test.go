@@ -199,6 +199,9 @@ func TestVerifyAllFlagsABasePastTheExportMark(t *testing.T) {
 			if v := f.verifyAll(t); len(v.Problems) != 0 {
 				t.Fatalf("before tampering: %+v", v)
 			}
+			if err := f.s.Seal(f.ctx); err != nil {
+				t.Fatal(err)
+			}
 			chain := f.key(shard, "audit")
 			var first store.AuditEntry
 			if err := json.Unmarshal([]byte(f.rdb.LPop(f.ctx, chain).Val()), &first); err != nil {

@@ -163,7 +163,9 @@ return 0
 //	ARGV[4] -> burst, tokens
 //
 // Returns {1 if taken else 0, whole tokens left, ms until a token}.
-var takeToken = redis.NewScript(`
+var takeToken = redis.NewScript(takeTokenSrc)
+
+const takeTokenSrc = `
 local now, per, count, burst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local cap = burst * per
 local st = redis.call('HMGET', KEYS[1], 'l', 't')
@@ -186,7 +188,7 @@ end
 redis.call('HSET', KEYS[1], 'l', string.format('%d', level), 't', string.format('%d', t))
 redis.call('PEXPIRE', KEYS[1], math.ceil((cap - level) / count) + 1000)
 return {allowed, math.floor(level / per), wait}
-`)
+`
 
 // setFields updates fields of an existing request, and nothing when the
 // request does not exist (so a late job cannot resurrect a half record).
@@ -234,7 +236,9 @@ return 1
 // member (nothing taken), 0 refused at the cap, 3 not seeded (nothing done:
 // seed, then call again), or 4 refused at the cap with the members to
 // reconcile following, as id, score pairs.
-var reserveOpen = redis.NewScript(`
+var reserveOpen = redis.NewScript(reserveOpenSrc)
+
+const reserveOpenSrc = `
 local now, deadline, cap = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 if tonumber(redis.call('HGET', KEYS[2], 'seed') or '0') <= now then return {3, 0} end
 local cur = redis.call('ZSCORE', KEYS[1], ARGV[4])
@@ -252,7 +256,7 @@ redis.call('HSET', KEYS[2], 'check', string.format('%d', now + tonumber(ARGV[5])
 local out = {4, n}
 for _, v in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')) do out[#out + 1] = v end
 return out
-`)
+`
 
 // settleOpen confirms or removes members of an agent's open-request count,
 // each only if its score is still the one the caller saw (so a reservation
@@ -395,16 +399,4 @@ local mark = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
 if tonumber(ARGV[1]) > mark + 1 or tonumber(ARGV[2]) <= mark then return 0 end
 redis.call('SET', KEYS[1], ARGV[2])
 return 1
-`)
-
-// setFence writes a write fence (WriteBy): a key that exists until ARGV[1].
-// It is a script rather than a plain SET … PXAT because the embedded store
-// (miniredis) reads its clock unlocked while parsing SET's PXAT, racing the
-// clock it is given before every command; inside a script the command runs
-// under the server's lock. On Redis it is the same SET.
-//
-//	KEYS[1] -> <p>:{sNN}:fence:<uuid>
-//	ARGV[1] -> when the fence expires, Unix ms
-var setFence = redis.NewScript(`
-return redis.call('SET', KEYS[1], '1', 'PXAT', ARGV[1])
 `)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -75,6 +76,13 @@ type Store struct {
 	openCounts bool
 	// eventsRetention: see Options.EventsRetention.
 	eventsRetention time.Duration
+	// sealer is woken by writes that append global audit entries (seal.go).
+	sealer *sealer
+	// confirms queues ConfirmOpenLater's confirmations (opencap.go).
+	confirms struct {
+		once  sync.Once
+		queue chan OpenSlot
+	}
 }
 
 // New returns a Store over rdb, which may be a standalone, Sentinel or
@@ -85,10 +93,11 @@ func New(rdb redis.UniversalClient, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		rdb:     rdb,
-		keys:    keys{prefix: cmp.Or(opts.Prefix, DefaultPrefix)},
+		keys:    newKeys(cmp.Or(opts.Prefix, DefaultPrefix)),
 		deadCap: cmp.Or(opts.DeadLetterCap, 1000),
 		now:     opts.Now,
 		hasher:  auditHasher{key: opts.AuditKey},
+		sealer:  newSealer(),
 
 		homeJobs:   opts.HomeJobs,
 		notifyJobs: opts.NotifyJobs,

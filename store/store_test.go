@@ -67,6 +67,21 @@ func testSuite(t *testing.T, newStore backend) {
 }
 
 func testCreate(t *testing.T, newStore backend) {
+	t.Run("the created record is what Get reads back", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, newStore)
+		n := newReq("req-create.full", "agent-a")
+		n.ResponseURL = "https://agent.example.com/done"
+		n.Timers = []store.JobAt{{ID: "expire:req-create.full", At: t0.Add(time.Hour)}, {ID: "remind:req-create.full:1", At: t0.Add(time.Minute)}}
+		n.Reviewers = []string{"U1", "U2", "U1"}
+		n.Deadline = t0.Add(time.Hour)
+		n.Events = &aah.EventSubscription{URL: "https://agent.example.com/ev", Types: []string{"input:received"}}
+		n.NoRequester = true
+		rec := f.mustCreate(t, n)
+		sameRecord(t, "Get after Create", f.mustGet(t, n.ID), rec)
+		bare := f.mustCreate(t, newReq("req-create.bare", "agent-a"))
+		sameRecord(t, "Get after Create", f.mustGet(t, bare.ID), bare)
+	})
 	t.Run("new request is pending and schedules its post", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t, newStore)

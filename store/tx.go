@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,65 +24,34 @@ type JobAt struct {
 func JobID(kind, requestID string) string { return jobID(kind, requestID) }
 
 // Update reads a request, lets decide say what changes, and applies the
-// change atomically. It runs optimistically: the request and its shard's
-// audit head are WATCHed, and if either changes before EXEC, decide runs
-// again on the fresh state. decide may return (nil, nil) for "nothing to do";
-// its errors are returned as they are. Update returns the record as written.
+// change atomically. It runs optimistically: the request is WATCHed, and if
+// it changes before EXEC, decide runs again on the fresh state. decide may
+// return (nil, nil) for "nothing to do"; its errors are returned as they
+// are. Update returns the record as written.
+//
+// Only the request is watched: the change's global audit entries and
+// events are appended by its script (applyWrite), so writes to other
+// requests of the shard never make it retry.
 func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Change, error)) (Record, error) {
 	if !aah.ValidRequestID(id) {
 		return Record{}, ErrNotFound
 	}
-	reqKey, headKey := s.keys.request(id), s.keys.auditShardHead(shardOf(id))
-	// The shard's event stream is watched too: the ids of the events a
-	// change writes follow the newest one read here.
-	eventsKey := s.keys.events(shardOf(id))
-	writeBy, fenced := ctx.Value(writeByKey{}).(time.Time)
+	reqKey := s.keys.request(id)
 	for attempt := range 200 {
 		var out Record
 		var quiet, execSent, closed bool
 		var agent string
-		watched := []string{reqKey, headKey, eventsKey}
-		var fenceKey string
-		if fenced {
-			var err error
-			if fenceKey, err = s.setFence(ctx, id, writeBy); err != nil {
-				return Record{}, err
-			}
-			watched = append(watched, fenceKey)
+		writeBy, err := writeByMs(ctx)
+		if err != nil {
+			return Record{}, err
 		}
-		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			// What decide reads, in one round trip (after WATCH, before
-			// MULTI: still watched).
-			var all *redis.MapStringStringCmd
-			var headCmd *redis.StringCmd
-			var alive *redis.IntCmd
-			_, _ = tx.Pipelined(ctx, func(p redis.Pipeliner) error {
-				all = p.HGetAll(ctx, reqKey)
-				headCmd = p.Get(ctx, headKey)
-				if fenceKey != "" {
-					alive = p.Exists(ctx, fenceKey)
-				}
-				return nil
-			})
-			h, err := all.Result()
+		err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			h, err := tx.HGetAll(ctx, reqKey).Result()
 			if err != nil {
 				return err
 			}
 			if len(h) == 0 {
 				return ErrNotFound
-			}
-			head, err := headCmd.Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return err
-			}
-			if alive != nil {
-				// Expired before WATCH saw it, the fence could not fail
-				// the EXEC: the deadline has passed, write nothing.
-				if n, err := alive.Result(); err != nil {
-					return err
-				} else if n == 0 {
-					return ErrWriteDeadline
-				}
 			}
 			rec := decodeRecord(h)
 			ch, err := decide(rec)
@@ -97,21 +65,19 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 			quiet = ch.auditOnly() || ch.Quiet
 			closed, agent = ch.Status != "" && !ch.Status.Open() && rec.Status.Open(), rec.Agent
 			events := changeEvents(rec, ch)
-			lastEvent := ""
 			if len(events) > 0 {
-				if lastEvent, err = s.lastEventID(ctx, tx, shardOf(id)); err != nil {
-					return err
-				}
 				quiet = false // the event streams' reader is woken
 			}
+			p := s.record()
+			s.queueChange(ctx, p, rec, parseHead(h["audit_head"]), ch)
+			s.queueEvents(ctx, p, rec, s.now(), events, "")
+			if !quiet {
+				s.queuePublish(ctx, p, id)
+			}
 			execSent = true
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				s.queueChange(ctx, p, rec, parseHead(h["audit_head"]), parseHead(head), ch)
-				s.queueEvents(ctx, p, rec, lastEvent, s.now(), events)
-				return nil
-			})
+			_, err = s.applyInTx(ctx, tx, reqKey, write{cmds: p.Cmds(), writeBy: writeBy, sealShard: shardOf(id)})
 			return err
-		}, watched...)
+		}, reqKey)
 		switch {
 		case err == nil:
 			if closed && s.openCounts {
@@ -119,21 +85,18 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 				// agent's count only overcounts, until reconcile.
 				_ = s.forgetOpen(ctx, agent, id)
 			}
-			if !quiet {
-				s.publishChange(ctx, id)
-			}
 			return s.Get(ctx, id)
 		case errors.Is(err, errNoChange):
 			return out, nil
 		case errors.Is(err, redis.TxFailedErr):
-			// Someone else changed the request or the shard's chain (or
-			// the write deadline passed: the next attempt says so): back
-			// off a little (more as contention grows) and decide again.
+			// Someone else changed the request (or the script cache was
+			// flushed: applyInTx loaded it again): back off a little (more
+			// as contention grows) and decide again.
 			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) * int64(min(attempt+1, 20)))))
 			continue
 		case execSent && Unavailable(err) && !errors.Is(err, ErrWriteDeadline):
 			// The MULTI/EXEC went out and no answer came back: Redis may
-			// have applied it (before the fence, with WriteBy).
+			// have applied it (before the deadline, with WriteBy).
 			return Record{}, fmt.Errorf("store: update %s: %w: %w", id, ErrOutcomeUnknown, err)
 		default:
 			return Record{}, err
@@ -164,29 +127,16 @@ type writeByKey struct{}
 // applied just in time can still arrive) is then never contradicted by a
 // write that lands afterwards.
 //
-// It works by a fence: a key that expires at at, WATCHed with the request,
-// so that its expiry fails the EXEC (Redis 6.0.9 and later; PXAT needs
-// 6.2).
+// It works in the write's script (applyWrite), which reads Redis's clock
+// (TIME) as it runs and writes nothing once at has passed: the script is
+// atomic, so the write applies at that instant or not at all.
 func WriteBy(ctx context.Context, at time.Time) context.Context {
 	return context.WithValue(ctx, writeByKey{}, at)
 }
 
-// setFence writes the fence of one attempt of Update under WriteBy, or
-// returns ErrWriteDeadline when at has passed already.
-func (s *Store) setFence(ctx context.Context, id string, at time.Time) (string, error) {
-	if !time.Now().Before(at) {
-		return "", ErrWriteDeadline
-	}
-	key := s.keys.fence(shardOf(id), uuid.NewString())
-	if err := setFence.Run(ctx, s.rdb, []string{key}, at.UnixMilli()).Err(); err != nil {
-		return "", fmt.Errorf("store: update %s: set the write fence: %w", id, err)
-	}
-	return key, nil
-}
-
-// queueChange queues ch on a MULTI pipeline; reqHead and shardHead are the
-// audit chain heads read under WATCH.
-func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, reqHead, shardHead chainHead, ch *Change) {
+// queueChange records ch's writes on p (see apply.go); reqHead is the head
+// of the request's audit chain, read with it under WATCH.
+func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, reqHead chainHead, ch *Change) {
 	now := s.now()
 	key := s.keys.request(rec.ID)
 	shard := shardOf(rec.ID)
@@ -266,7 +216,7 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 		}
 	}
 	if len(ch.Audit) > 0 {
-		reqHead, _ = s.queueAudit(ctx, p, rec.ID, now, reqHead, shardHead, ch.Audit)
+		reqHead = s.queueAudit(ctx, p, rec.ID, now, reqHead, ch.Audit, false)
 		fields = append(fields, "audit_head", reqHead.String())
 	}
 	if len(fields) > 0 {
@@ -296,10 +246,11 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 	}
 }
 
-// publishChange tells every process's waiters (long polls) that a request
-// changed. Best effort: waiters also time out and re-read.
-func (s *Store) publishChange(ctx context.Context, id string) {
-	_ = s.rdb.Publish(ctx, s.keys.changes(), id).Err()
+// queuePublish records the message that tells every process's waiters
+// (long polls, the event streams' reader) that a request changed, sent by
+// the write's script as it applies.
+func (s *Store) queuePublish(ctx context.Context, p redis.Pipeliner, id string) {
+	p.Publish(ctx, s.keys.changes(), id)
 }
 
 // SubscribeChanges delivers the id of every request that changes, from any

@@ -28,11 +28,11 @@ type Store interface {
 	// "approvalbot audit verify" does (store.Store.VerifiedAudit).
 	VerifiedAudit(ctx context.Context, id string) ([]store.AuditEntry, []error, error)
 	AuditIntakeRefusal(ctx context.Context, r store.IntakeRefusal) error
-	// TakeIntakeToken backs the per-agent rate; ReserveOpen, ConfirmOpen
-	// and SettleOpen the cap on open requests (store/opencap.go).
-	TakeIntakeToken(ctx context.Context, agent string, rate store.Rate) (store.RateDecision, error)
-	ReserveOpen(ctx context.Context, agent, id string, max int, lease time.Duration) (store.OpenSlot, error)
-	ConfirmOpen(ctx context.Context, slot store.OpenSlot) error
+	// Admit backs the per-agent rate and reserves a slot under the cap on
+	// open requests; ConfirmOpenLater and SettleOpen settle the slot
+	// (store/opencap.go).
+	Admit(ctx context.Context, agent, id string, rate store.Rate, max int, lease time.Duration) (store.RateDecision, store.OpenSlot, error)
+	ConfirmOpenLater(slot store.OpenSlot)
 	SettleOpen(ctx context.Context, slot store.OpenSlot) error
 }
 

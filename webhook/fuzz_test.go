@@ -41,14 +41,11 @@ func (memStore) VerifiedAudit(context.Context, string) ([]store.AuditEntry, []er
 	return nil, nil, store.ErrNotFound
 }
 func (memStore) AuditIntakeRefusal(context.Context, store.IntakeRefusal) error { return nil }
-func (memStore) TakeIntakeToken(context.Context, string, store.Rate) (store.RateDecision, error) {
-	return store.RateDecision{Allowed: true}, nil
+func (memStore) Admit(context.Context, string, string, store.Rate, int, time.Duration) (store.RateDecision, store.OpenSlot, error) {
+	return store.RateDecision{Allowed: true}, store.OpenSlot{Held: true}, nil
 }
-func (memStore) ReserveOpen(context.Context, string, string, int, time.Duration) (store.OpenSlot, error) {
-	return store.OpenSlot{Held: true}, nil
-}
-func (memStore) ConfirmOpen(context.Context, store.OpenSlot) error { return nil }
-func (memStore) SettleOpen(context.Context, store.OpenSlot) error  { return nil }
+func (memStore) ConfirmOpenLater(store.OpenSlot)                  {}
+func (memStore) SettleOpen(context.Context, store.OpenSlot) error { return nil }
 
 // fuzzNow is the moment of the seed example: its deadline is the next day.
 var fuzzNow = time.Date(2026, 2, 16, 10, 0, 0, 0, time.UTC)

@@ -167,9 +167,9 @@ type limitBody struct {
 }
 
 // withinLimits checks a new request of agent against its limits, in that
-// order: the rate (one script), then the cap on open requests, where it
-// reserves one of the agent's slots (store.ReserveOpen, one script: exact
-// across replicas). A refusal is answered 429 here and ok is false. The
+// order: the rate, then the cap on open requests, where it reserves one of
+// the agent's slots (exact across replicas), both in one script
+// (store.Admit). A refusal is answered 429 here and ok is false. The
 // slot returned, when Allowed, goes to the create and then to settleSlot.
 // A resubmission of a request the agent has stored (same artifact.id, same
 // body) is let through (resubmitted is true), so Create answers it 200 as
@@ -183,10 +183,13 @@ type limitBody struct {
 // debug, not audited: a flooding agent would flood the audit chains too.
 func (a *API) withinLimits(ctx context.Context, w http.ResponseWriter, r *http.Request, agent, id, hash string) (slot store.OpenSlot, resubmitted, ok bool) {
 	rate := a.opts.Limits.RateFor(agent)
-	d, err := a.opts.Store.TakeIntakeToken(ctx, agent, rate)
+	maxOpen := a.opts.Limits.MaxOpenFor(agent)
+	// Both limits in one round trip: the slot is reserved only when the
+	// rate let the request through.
+	d, slot, err := a.opts.Store.Admit(ctx, agent, id, rate, maxOpen, a.openLease())
 	if err != nil {
-		a.limitFailed(w, r, "take an intake token", err)
-		return slot, false, false
+		a.limitFailed(w, r, "apply the intake limits", err)
+		return store.OpenSlot{}, false, false
 	}
 	if !d.Allowed {
 		if again, ok := a.resubmission(ctx, w, r, agent, id, hash); again || !ok {
@@ -204,14 +207,8 @@ func (a *API) withinLimits(ctx context.Context, w http.ResponseWriter, r *http.R
 		})
 		return slot, false, false
 	}
-	maxOpen := a.opts.Limits.MaxOpenFor(agent)
 	if maxOpen <= 0 {
 		return slot, false, true
-	}
-	slot, err = a.opts.Store.ReserveOpen(ctx, agent, id, maxOpen, a.openLease())
-	if err != nil {
-		a.limitFailed(w, r, "reserve an open request slot", err)
-		return store.OpenSlot{}, false, false
 	}
 	if slot.Allowed() {
 		return slot, false, true
@@ -253,7 +250,10 @@ func (a *API) settleSlot(ctx context.Context, slot store.OpenSlot, created bool,
 	defer cancel()
 	var err error
 	if createErr == nil && created {
-		err = a.opts.Store.ConfirmOpen(ctx, slot)
+		// Off the answer's path: an unconfirmed reservation counts until
+		// reconcile confirms it, so a confirmation lost changes nothing.
+		a.opts.Store.ConfirmOpenLater(slot)
+		return
 	} else {
 		err = a.opts.Store.SettleOpen(ctx, slot)
 	}

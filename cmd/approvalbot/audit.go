@@ -31,6 +31,9 @@ func auditVerify(ctx context.Context, out io.Writer) error {
 	if rep.Deleted > 0 {
 		fmt.Fprintf(out, "%d global entries name requests deleted by retention after an export covered them\n", rep.Deleted)
 	}
+	if rep.Pending > 0 {
+		fmt.Fprintf(out, "%d global entries are written but not sealed yet (the running service seals them within a second)\n", rep.Pending)
+	}
 	fmt.Fprintf(out, "checked %d shard chains, %d request chains, %d entries: %d problems\n",
 		store.Shards, rep.Requests, rep.Entries, len(rep.Problems))
 	if len(rep.Problems) > 0 {

@@ -1,0 +1,278 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Applying a write in one round trip. The code that decides a write
+// (queueChange, queueAudit, queueEvents, a create's fields) queues plain
+// Redis commands on a go-redis Pipeline that is never executed; apply sends
+// what it recorded to the applyWrite script, which checks the write's
+// guards and then runs every command, all in one atomic step. Two commands
+// are the script's own ("pseudo-commands"), because what they write depends
+// on what is in Redis when the script runs:
+//
+//   - cmdGlobalAudit appends entries to a shard's global audit chain with
+//     the next sequence numbers (the chain is linked later, by the sealer:
+//     seal.go), so writes to one shard never serialise on its chain's head.
+//   - cmdEvents appends events to a shard's event stream with ids that
+//     follow the newest one (ids by the store's clock, never going back), so
+//     no writer has to read the stream first.
+//
+// Without them every write had to WATCH the shard's audit head and event
+// stream, and concurrent writes to a shard retried each other.
+const (
+	cmdGlobalAudit = "@global_audit"
+	cmdEvents      = "@events"
+)
+
+// applyWrite runs a recorded write.
+//
+//	KEYS    -> every key the write touches, declared for Redis Cluster (all
+//	           in the request's {sNN} slot); KEYS[1] is the request's hash.
+//	ARGV[1] -> write-by deadline, Unix ms by Redis's clock; 0: none (WriteBy)
+//	ARGV[2] -> "1": a create, whose guards follow; "0": none
+//	ARGV[3] -> create: the body hash (a stored request with the same hash
+//	           and agent is a duplicate, with another hash a conflict)
+//	ARGV[4] -> create: the agent
+//	ARGV[5] -> create: "1" to store nothing new (StoredOnly)
+//	ARGV[6] -> create: index in KEYS of the agent's grant copies of the
+//	           shard, 0: none. A create that a live grant might resolve is
+//	           left to the caller, which matches grants in Go (createGranted).
+//	ARGV[7…] -> the commands: for each, its length n, then its n words.
+//	           cmdGlobalAudit: chain, pending, base, request hash ("" for a
+//	           standalone entry), "1" to record the first seq as the
+//	           request's audit_gseq0, then entries (JSON, "seq":0 first).
+//	           cmdEvents: stream, now ms, MINID, request hash, cursor field
+//	           ("": none), then 5 words per event: request_id, agent,
+//	           type, at, data.
+//
+// Returns {"ok", the event cursor a cmdEvents wrote ("" when none)}, or
+// {what stopped it with nothing written}: "deadline", "duplicate",
+// "conflict", "notfound" or "grants".
+var applyWrite = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if ARGV[2] == '1' then
+  local h = redis.call('HMGET', KEYS[1], 'hash', 'agent')
+  if h[1] then
+    if h[1] == ARGV[3] and h[2] == ARGV[4] then return {'duplicate'} end
+    return {'conflict'}
+  end
+  if ARGV[5] == '1' then return {'notfound'} end
+end
+local by = tonumber(ARGV[1])
+if by > 0 and now >= by then return {'deadline'} end
+if ARGV[2] == '1' and ARGV[6] ~= '0' then
+  if redis.call('ZCOUNT', KEYS[tonumber(ARGV[6])], '(' .. now, '+inf') > 0 then return {'grants'} end
+end
+local cursorAt = ''
+
+local function globalAudit(a, last)
+  local chain, pending, base, req = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local seq = tonumber(string.match(redis.call('GET', base) or '', '^%d+') or '0')
+    + redis.call('LLEN', chain) + redis.call('LLEN', pending)
+  for j = a + 5, last do
+    seq = seq + 1
+    redis.call('RPUSH', pending, '{"seq":' .. seq .. string.sub(ARGV[j], 9))
+    if j == a + 5 and ARGV[a + 4] == '1' then redis.call('HSET', req, 'audit_gseq0', seq) end
+  end
+  if req ~= '' then redis.call('HSET', req, 'audit_gseq', seq) end
+end
+
+local function events(a, last)
+  local stream, at, req, cursor = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 3], ARGV[a + 4]
+  local newest = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
+  local id = '0-0'
+  if #newest > 0 then id = newest[1][1] end
+  if cursor ~= '' then
+    redis.call('HSET', req, cursor, id)
+    cursorAt = id
+  end
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  ms, seq = tonumber(ms), tonumber(seq)
+  for j = a + 5, last, 5 do
+    if at > ms then ms, seq = at, 0 else seq = seq + 1 end
+    redis.call('XADD', stream, 'MINID', ARGV[a + 2], string.format('%d-%d', ms, seq),
+      'request_id', ARGV[j], 'agent', ARGV[j + 1], 'type', ARGV[j + 2], 'at', ARGV[j + 3], 'data', ARGV[j + 4])
+  end
+end
+
+local i = 7
+while i <= #ARGV do
+  local n = tonumber(ARGV[i])
+  local cmd = ARGV[i + 1]
+  if cmd == '` + cmdGlobalAudit + `' then
+    globalAudit(i + 2, i + n)
+  elseif cmd == '` + cmdEvents + `' then
+    events(i + 2, i + n)
+  else
+    redis.call(unpack(ARGV, i + 1, i + n))
+  end
+  i = i + n + 1
+end
+return {'ok', cursorAt}
+`)
+
+// write is a recorded write and its guards.
+type write struct {
+	cmds    []redis.Cmder
+	writeBy int64 // ms; 0: none
+	create  *createGuard
+	// sealShard is the shard whose global chain the write appends to (-1:
+	// none): the sealer is woken for it once the write applied.
+	sealShard int
+}
+
+// createGuard is what a create checks before it writes anything.
+type createGuard struct {
+	hash, agent string
+	storedOnly  bool
+	grantsKey   string // the agent's grant copies of the shard; "": unchecked
+}
+
+// Outcomes of applyWrite other than "ok", as errors.
+var (
+	errGrantsMayMatch = errors.New("store: a standing approval may cover the request")
+)
+
+// record returns a pipeline to record a write's commands on; it is never
+// executed.
+func (s *Store) record() redis.Pipeliner { return s.rdb.Pipeline() }
+
+// args builds applyWrite's KEYS and ARGV.
+func (w write) args(reqKey string) ([]string, []any) {
+	keys := []string{reqKey}
+	index := map[string]int{reqKey: 1}
+	key := func(k string) int {
+		if k == "" {
+			return 0
+		}
+		if i, ok := index[k]; ok {
+			return i
+		}
+		keys = append(keys, k)
+		index[k] = len(keys)
+		return len(keys)
+	}
+	argv := make([]any, 0, 6+len(w.cmds)*5)
+	argv = append(argv, w.writeBy)
+	if g := w.create; g != nil {
+		argv = append(argv, "1", g.hash, g.agent, boolArg(g.storedOnly), key(g.grantsKey))
+	} else {
+		argv = append(argv, "0", "", "", "0", 0)
+	}
+	for _, c := range w.cmds {
+		a := c.Args()
+		argv = append(argv, len(a))
+		argv = append(argv, a...)
+		switch name, _ := a[0].(string); name {
+		case cmdGlobalAudit:
+			for _, k := range a[1:5] {
+				key(k.(string))
+			}
+		case cmdEvents:
+			key(a[1].(string))
+			key(a[4].(string))
+		case "publish":
+			// A channel, not a key (in any slot: PUBLISH reaches every
+			// node of a Cluster from whichever runs the script).
+		default:
+			key(a[1].(string))
+		}
+	}
+	return keys, argv
+}
+
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// apply runs w in one round trip (the request is reqKey). Its errors:
+// ErrWriteDeadline, errDuplicate, ErrConflict, ErrNotFound,
+// errGrantsMayMatch, or Redis's.
+func (s *Store) apply(ctx context.Context, reqKey string, w write) (cursor string, err error) {
+	keys, argv := w.args(reqKey)
+	res, err := applyWrite.Run(ctx, s.rdb, keys, argv...).StringSlice()
+	if err != nil {
+		return "", err
+	}
+	return s.applied(res, w)
+}
+
+// applyInTx queues w on a WATCH transaction: it applies only if nothing
+// watched changed (the EXEC fails with redis.TxFailedErr otherwise). The
+// script is the MULTI's only command, so a script cache flushed since it
+// was loaded (NOSCRIPT) fails the whole transaction, never half of it:
+// it is loaded again and the caller retries.
+func (s *Store) applyInTx(ctx context.Context, tx *redis.Tx, reqKey string, w write) (cursor string, err error) {
+	keys, argv := w.args(reqKey)
+	var res *redis.Cmd
+	_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		res = applyWrite.EvalSha(ctx, p, keys, argv...)
+		return nil
+	})
+	if err != nil {
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			if lerr := applyWrite.Load(ctx, s.rdb).Err(); lerr != nil {
+				return "", fmt.Errorf("load the write script: %w", lerr)
+			}
+			return "", redis.TxFailedErr
+		}
+		return "", err
+	}
+	out, err := res.StringSlice()
+	if err != nil {
+		return "", err
+	}
+	return s.applied(out, w)
+}
+
+func (s *Store) applied(res []string, w write) (cursor string, err error) {
+	switch res[0] {
+	case "ok":
+		if w.sealShard >= 0 {
+			s.wakeSealer(w.sealShard)
+		}
+		if len(res) > 1 {
+			cursor = res[1]
+		}
+		return cursor, nil
+	case "deadline":
+		return "", ErrWriteDeadline
+	case "duplicate":
+		return "", errDuplicate
+	case "conflict":
+		return "", ErrConflict
+	case "notfound":
+		return "", ErrNotFound
+	case "grants":
+		return "", errGrantsMayMatch
+	}
+	return "", fmt.Errorf("store: unexpected answer %q of the write script", res)
+}
+
+// writeByMs is the WriteBy deadline of ctx in Unix ms (0: none), or
+// ErrWriteDeadline when it has passed already.
+func writeByMs(ctx context.Context) (int64, error) {
+	at, ok := ctx.Value(writeByKey{}).(time.Time)
+	if !ok {
+		return 0, nil
+	}
+	if !time.Now().Before(at) {
+		return 0, ErrWriteDeadline
+	}
+	return at.UnixMilli(), nil
+}
+
+// itoa is strconv.FormatInt for script arguments.
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,231 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sealing the shards' global audit chains.
+//
+// A write appends its global entries to the shard's pending list with the
+// next sequence numbers, atomically with the write itself (applyWrite's
+// cmdGlobalAudit), but does not link them: linking needs the previous
+// entry's hash, and reading it would serialise every write of the shard
+// (they used to WATCH the chain's head and retry each other). The sealer
+// links them afterwards, in sequence order: for each pending entry it
+// writes prev (the hash of the entry before it) and hash (HMAC-SHA256 under
+// AUDIT_KEY, as every entry), moves it to the chain and advances the head,
+// in one script that applies only if the head is still the one it read.
+// Any number of sealers (one per process) may run: they compute the same
+// links, and the one whose script finds the head moved writes nothing.
+//
+// What a pending entry proves: its request entry's hash (entry_hash, which
+// the request's own chain covers) and its place (seq). Until it is sealed,
+// removing it from the end of the pending list is not detected by the
+// shard's chain (as removing the newest sealed entries together with the
+// head is not, without an external anchor of the heads); every request
+// chain still is. Sealing follows the writes of this process within
+// sealGather and runs over every shard each interval of RunSealer (bot:
+// one second), so an entry stays pending for a few ms, or that interval
+// after its writer crashed.
+
+// sealGather is how long the sealer waits after a write wakes it, so that
+// the writes that follow join the same batch.
+const sealGather = 5 * time.Millisecond
+
+// sealBatch is the most entries one seal script moves.
+const sealBatch = 512
+
+// sealGlobal moves sealed entries from a shard's pending list to its chain.
+//
+//	KEYS[1] -> <p>:{sNN}:audit-pending
+//	KEYS[2] -> <p>:{sNN}:audit
+//	KEYS[3] -> <p>:{sNN}:audit:head
+//	ARGV[1] -> the head the entries were linked to ("" when none)
+//	ARGV[2] -> the new head, "<seq>:<hash>" of the last entry
+//	ARGV[3…] -> the sealed entries, oldest first: the first len(ARGV)-2
+//	            entries of the pending list, prev and hash filled in
+//
+// Returns the number of entries moved, 0 when the head moved meanwhile
+// (another sealer sealed them).
+var sealGlobal = redis.NewScript(`
+if (redis.call('GET', KEYS[3]) or '') ~= ARGV[1] then return 0 end
+for i = 3, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+redis.call('LTRIM', KEYS[1], #ARGV - 2, -1)
+redis.call('SET', KEYS[3], ARGV[2])
+return #ARGV - 2
+`)
+
+// SealShard links the pending global entries of one shard (up to
+// sealBatch per round trip, until none is left) and returns how many it
+// sealed.
+func (s *Store) SealShard(ctx context.Context, shard int) (int, error) {
+	total := 0
+	for {
+		n, more, err := s.sealOnce(ctx, shard)
+		total += n
+		if err != nil || !more {
+			return total, err
+		}
+	}
+}
+
+// sealOnce seals one batch; more is true when entries may be left.
+func (s *Store) sealOnce(ctx context.Context, shard int) (sealed int, more bool, err error) {
+	pendingKey, headKey := s.keys.auditShardPending(shard), s.keys.auditShardHead(shard)
+	var headCmd, lastCmd *redis.StringCmd
+	var pending *redis.StringSliceCmd
+	if _, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		headCmd = p.Get(ctx, headKey)
+		lastCmd = p.LIndex(ctx, s.keys.auditShard(shard), -1)
+		pending = p.LRange(ctx, pendingKey, 0, sealBatch-1)
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, false, fmt.Errorf("store: seal the audit of shard %d: read: %w", shard, err)
+	}
+	raw := pending.Val()
+	if len(raw) == 0 {
+		return 0, false, nil
+	}
+	head := headCmd.Val()
+	prev := parseHead(head)
+	if err := s.sealsUnderThisKey(lastCmd.Val(), prev); err != nil {
+		return 0, false, fmt.Errorf("store: seal the audit of shard %d: %w", shard, err)
+	}
+	args := make([]any, 0, 2+len(raw))
+	args = append(args, head, "")
+	for _, r := range raw {
+		var e AuditEntry
+		if err := json.Unmarshal([]byte(r), &e); err != nil {
+			return 0, false, fmt.Errorf("store: seal the audit of shard %d: pending entry is not JSON: %w", shard, err)
+		}
+		if e.Seq != prev.seq+1 {
+			// Never link over a gap: the chain would verify without the
+			// missing entry. Left for an operator (audit verify names it).
+			return 0, false, fmt.Errorf("store: seal the audit of shard %d: pending entry %d does not follow entry %d", shard, e.Seq, prev.seq)
+		}
+		e.Prev = prev.hash
+		var encoded string
+		if payload, ok := linkPending(r, e); ok {
+			e.Hash, encoded = s.hasher.sealPayload(payload)
+		} else {
+			e.Hash, encoded = s.hasher.seal(e)
+		}
+		args = append(args, encoded)
+		prev = chainHead{seq: e.Seq, hash: e.Hash}
+	}
+	args[1] = prev.String()
+	n, err := sealGlobal.Run(ctx, s.rdb, []string{pendingKey, s.keys.auditShard(shard), headKey}, args...).Int()
+	if err != nil {
+		return 0, false, fmt.Errorf("store: seal the audit of shard %d: %w", shard, err)
+	}
+	if n == 0 {
+		return 0, true, nil // another sealer moved the head: read again
+	}
+	return n, len(raw) == sealBatch, nil
+}
+
+// pendingSuffix ends a pending entry's JSON: not linked, not hashed.
+const pendingSuffix = `"prev":"",` + hashSuffix
+
+// linkPending is the payload a pending entry is hashed over, its link
+// (e.Prev) written in, made from its JSON as stored when that is exactly
+// what encoding the decoded entry gives (an entry without data, as every
+// entry naming a request entry is), so that it need not be encoded again.
+func linkPending(raw string, e AuditEntry) ([]byte, bool) {
+	head, ok := strings.CutSuffix(raw, pendingSuffix)
+	if !ok || e.Data != nil || e.Event != "" || e.Actor != "" {
+		return nil, false
+	}
+	return []byte(head + `"prev":"` + e.Prev + `",` + hashSuffix), true
+}
+
+// sealsUnderThisKey refuses to seal after a last sealed entry (raw, at
+// head) whose hash this process's hasher does not reproduce: a process with
+// another AUDIT_KEY (a command line run without it, say) would otherwise
+// link new entries under the wrong key for good.
+func (s *Store) sealsUnderThisKey(raw string, head chainHead) error {
+	if raw == "" {
+		return nil // nothing sealed yet, or all of it trimmed: nothing to check against
+	}
+	var last AuditEntry
+	if err := json.Unmarshal([]byte(raw), &last); err != nil {
+		return fmt.Errorf("the chain's last entry is not JSON: %w", err)
+	}
+	if last.Seq != head.seq || last.Hash != head.hash || s.hasher.sum(last) != last.Hash {
+		return errors.New("the chain's last sealed entry does not verify under this process's audit key " +
+			"(is AUDIT_KEY the one the service runs with?): nothing sealed")
+	}
+	return nil
+}
+
+// Seal seals every shard's pending global entries.
+func (s *Store) Seal(ctx context.Context) error {
+	var errs []error
+	for shard := range Shards {
+		if _, err := s.SealShard(ctx, shard); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sealer is the state of RunSealer, woken by this process's writes.
+type sealer struct {
+	dirty atomic.Uint32 // a bit per shard written since the last seal
+	wake  chan struct{}
+}
+
+func newSealer() *sealer { return &sealer{wake: make(chan struct{}, 1)} }
+
+// wakeSealer tells the sealer that shard has pending entries.
+func (s *Store) wakeSealer(shard int) {
+	s.sealer.dirty.Or(1 << uint(shard))
+	select {
+	case s.sealer.wake <- struct{}{}:
+	default:
+	}
+}
+
+// RunSealer seals pending global audit entries until ctx ends: the shards
+// this process wrote to as soon as it wrote (a seal in progress collects
+// the writes that arrive meanwhile into the next batch), and every shard
+// each interval (other processes' writes, when they are gone).
+func (s *Store) RunSealer(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		var shards uint32
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.sealer.wake:
+			// Let the writes of the next few ms join this seal: one
+			// batch per shard instead of two round trips per write.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(sealGather):
+			}
+			shards = s.sealer.dirty.Swap(0)
+		case <-tick.C:
+			shards = 1<<Shards - 1
+		}
+		for shard := range Shards {
+			if shards&(1<<uint(shard)) == 0 {
+				continue
+			}
+			if _, err := s.SealShard(ctx, shard); err != nil && ctx.Err() == nil {
+				log.ErrorContext(ctx, "audit: sealing the shard's chain failed", "shard", shard, "err", err)
+			}
+		}
+	}
+}
