@@ -207,7 +207,6 @@ func decodeRecord(h map[string]string) Record {
 		ID:          h["id"],
 		Agent:       h["agent"],
 		Status:      aah.Status(h["status"]),
-		Document:    json.RawMessage(h["doc"]),
 		BodyHash:    h["hash"],
 		Channel:     h["channel"],
 		ResponseURL: h["response_url"],
@@ -249,6 +248,9 @@ func decodeRecord(h map[string]string) Record {
 
 		noRequester: h[noRequesterField] == "1",
 	}
+	if doc, err := decodeDoc(h["doc"]); err == nil {
+		rec.Document = doc
+	} // else left empty: a corrupt document reads as none, as a missing one does
 	if r := h["response"]; r != "" {
 		rec.Response = json.RawMessage(r)
 	}
@@ -406,8 +408,12 @@ func (s *Store) SetMentions(ctx context.Context, id string, mentions []string, m
 			users = append(users, strings.TrimSuffix(u, ">"))
 		}
 	}
-	_, err = s.Update(ctx, id, func(Record) (*Change, error) {
-		return &Change{set: map[string]any{"mentions": string(raw)}, AddReviewers: users, Quiet: true}, nil
+	_, err = s.Update(ctx, id, func(rec Record) (*Change, error) {
+		ch := &Change{set: map[string]any{"mentions": string(raw)}, AddReviewers: users, Quiet: true}
+		if len(mentions) == 0 && len(rec.Mentions) == 0 {
+			ch.set = nil // none: an absent field reads as none, and costs no Redis memory
+		}
+		return ch, nil
 	})
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("store: set mentions of %s: %w", id, err)
