@@ -46,7 +46,9 @@ func reqKey(prefix, id string) string {
 	return fmt.Sprintf("%s:{s%02d}:req:%s", prefix, shardOf(id), id)
 }
 
-func eventsKey(prefix, id string) string { return fmt.Sprintf("%s:{s%02d}:events", prefix, shardOf(id)) }
+func eventsKey(prefix, id string) string {
+	return fmt.Sprintf("%s:{s%02d}:events", prefix, shardOf(id))
+}
 
 // TestCompactRequest: the stored request holds one compressed copy of its
 // document and no default-valued field; Get and the input:requested event
