@@ -117,12 +117,12 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 				}
 				reviewers := uniqueUsers(nil, n.Reviewers)
 				// A field that would hold its default (no response_url, no
-				// timers, no reviewers) is not written: every field of a
-				// hash costs ~50 bytes of Redis, and decodeRecord reads an
-				// absent one as its default.
+				// timers, no reviewers, version 1) is not written: every
+				// field of a hash costs ~50 bytes of Redis, and
+				// decodeRecord reads an absent one as its default.
 				fields := map[string]string{"id": n.ID, "agent": n.Agent, "status": string(aah.StatusPending),
 					"doc": encodeDoc(n.Document), "hash": n.BodyHash, "channel": n.Channel,
-					"version": "1", "received_ms": strconv.FormatInt(ms, 10), "updated_ms": strconv.FormatInt(ms, 10),
+					"received_ms": strconv.FormatInt(ms, 10), "updated_ms": strconv.FormatInt(ms, 10),
 					"audit_head": reqHead.String(), gseq0Field: strconv.FormatInt(parseHead(head).seq+1, 10)}
 				if n.ResponseURL != "" {
 					fields["response_url"] = n.ResponseURL

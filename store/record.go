@@ -210,7 +210,7 @@ func decodeRecord(h map[string]string) Record {
 		BodyHash:    h["hash"],
 		Channel:     h["channel"],
 		ResponseURL: h["response_url"],
-		Version:     num("version"),
+		Version:     max(num("version"), 1), // 1 is not stored (Create)
 		ReceivedAt:  fromMs(num("received_ms")),
 		UpdatedAt:   fromMs(num("updated_ms")),
 		WithdrawnAt: fromMs(num("withdrawn_ms")),
