@@ -82,9 +82,19 @@ func TestCompactRequest(t *testing.T) {
 			t.Errorf("field %s = %q is stored; its default need not be", field, v)
 		}
 	}
+	// Posted at the first attempt: no sweep will need the attempt count.
+	if _, err := s.BeginPost(f.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordPost(f.ctx, id, "C0APPROVALS", "1700000000.000100", 1, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if h := rdb.HGetAll(f.ctx, reqKey(prefix, id)).Val(); h["slack_ts"] == "" || h["post_attempts"] != "" || h["post_first_ms"] != "" {
+		t.Errorf("posted at the first attempt, the request holds %v", h)
+	}
 	raw, err := rdb.XRange(f.ctx, eventsKey(prefix, id), "-", "+").Result()
 	if err != nil || len(raw) != 1 {
-		t.Fatalf("stream = %v, %v; want one event", raw, err)
+		t.Fatalf("stream = %v, %v; want one event", raw, err) // (input:requested; posting writes none)
 	}
 	if data := raw[0].Values["data"].(string); strings.Contains(data, "decisions") {
 		t.Errorf("the stream holds a copy of the document: %s", data)
@@ -146,5 +156,55 @@ func TestOldFormatRecord(t *testing.T) {
 	// even once the request is gone.
 	if evs := f.shardEvents(t, shardOf(id)); len(evs) != 1 || string(evs[0].Data) != data {
 		t.Errorf("old event = %+v; want data %s", evs, data)
+	}
+}
+
+// TestAuditChainMixedForms: a request chain whose first entries were stored
+// in the full form (by the code before issue #17) and whose later ones are
+// compact verifies, exports and reads as one chain.
+func TestAuditChainMixedForms(t *testing.T) {
+	rdb, prefix := redistest.Client(t)
+	clk := newClock()
+	s := mustNew(t, rdb, store.Options{Prefix: prefix, Now: clk.Now, AuditKey: []byte("k")})
+	f := fixture{s: s, clk: clk, ctx: testCtx(t)}
+	id := "mixed-1"
+	f.mustCreate(t, newReq(id, "agent-a"))
+	key := fmt.Sprintf("%s:{s%02d}:audit:%s", prefix, shardOf(id), id)
+	first, err := s.Audit(f.ctx, id)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("Audit = %v, %v", first, err)
+	}
+	old, _ := json.Marshal(first[0]) // exactly what the old code stored (mustJSON of the entry)
+	if err := rdb.LSet(f.ctx, key, 0, old).Err(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	f.mustWithdraw(t, id)
+	raw := rdb.LRange(f.ctx, key, 0, -1).Val()
+	if len(raw) != 2 || !strings.HasPrefix(raw[0], `{"seq":1,`) || !strings.HasPrefix(raw[1], `{"s":2,`) ||
+		strings.Contains(raw[1], id) {
+		t.Fatalf("stored chain = %q; want the full entry, then a compact one without the id", raw)
+	}
+	entries, problems, err := s.VerifiedAudit(f.ctx, id)
+	if err != nil || len(problems) != 0 || len(entries) != 2 || entries[1].Prev != entries[0].Hash ||
+		entries[1].RequestID != id || entries[1].Event != "withdrawn" || !entries[1].At.Equal(clk.Now()) {
+		t.Fatalf("VerifiedAudit = %+v, %v, %v", entries, problems, err)
+	}
+	if rep, err := s.VerifyAll(f.ctx); err != nil || len(rep.Problems) != 0 || rep.Entries != 2 {
+		t.Errorf("VerifyAll = %+v, %v", rep, err)
+	}
+	var buf bytes.Buffer
+	if _, err := s.Export(f.ctx, &buf, time.Time{}, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.NewAuditVerifier([]byte("k")).VerifyExport(&buf); err != nil {
+		t.Errorf("VerifyExport: %v", err)
+	}
+	// Removing the full entry breaks the compact one that follows it.
+	if err := rdb.LPop(f.ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, problems, _ := s.VerifiedAudit(f.ctx, id); len(problems) == 0 {
+		t.Error("a chain missing its first entry verifies")
 	}
 }
