@@ -66,7 +66,7 @@ func TestCompactRequest(t *testing.T) {
 		t.Errorf("Create's record document = %s, want %s", created.Document, n.Document)
 	}
 	if got := f.mustGet(t, id); !bytes.Equal(got.Document, n.Document) || got.ResponseURL != "" ||
-		got.Timers != nil || got.IndexedReviewers != nil || got.Version != 1 {
+		got.Timers != nil || got.IndexedReviewers != nil || got.Version != 1 || got.ID != id {
 		t.Errorf("Get = doc %s url %q timers %v reviewers %v version %d", got.Document, got.ResponseURL, got.Timers,
 			got.IndexedReviewers, got.Version)
 	}
@@ -77,7 +77,7 @@ func TestCompactRequest(t *testing.T) {
 	if doc := h["doc"]; doc == "" || doc[0] != 0x01 || len(doc) >= len(n.Document) {
 		t.Errorf("stored doc is %d bytes starting %q; want it compressed (document %d bytes)", len(doc), doc[:1], len(n.Document))
 	}
-	for _, field := range []string{"response_url", "timers", "reviewer_idx", "mentions"} {
+	for _, field := range []string{"id", "version", "response_url", "timers", "reviewer_idx", "mentions"} {
 		if v, ok := h[field]; ok {
 			t.Errorf("field %s = %q is stored; its default need not be", field, v)
 		}

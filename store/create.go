@@ -119,8 +119,9 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 				// A field that would hold its default (no response_url, no
 				// timers, no reviewers, version 1) is not written: every
 				// field of a hash costs ~50 bytes of Redis, and
-				// decodeRecord reads an absent one as its default.
-				fields := map[string]string{"id": n.ID, "agent": n.Agent, "status": string(aah.StatusPending),
+				// decodeRecord reads an absent one as its default. Nor is
+				// the id: the key names it.
+				fields := map[string]string{"agent": n.Agent, "status": string(aah.StatusPending),
 					"doc": encodeDoc(n.Document), "hash": n.BodyHash, "channel": n.Channel,
 					"received_ms": strconv.FormatInt(ms, 10), "updated_ms": strconv.FormatInt(ms, 10),
 					"audit_head": reqHead.String(), gseq0Field: strconv.FormatInt(parseHead(head).seq+1, 10)}
@@ -138,7 +139,7 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 				}
 				createEventsFields(n.Events, lastEvent, fields)
 				p.HSet(ctx, reqKey, fields)
-				rec = decodeRecord(fields) // exactly what Get will read back
+				rec = decodeRecord(n.ID, fields) // exactly what Get will read back
 				events := createEvents(n)
 				p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobPost, n.ID)})
 				if s.homeJobs {

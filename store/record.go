@@ -198,13 +198,15 @@ func (s *Store) Get(ctx context.Context, id string) (Record, error) {
 	if len(h) == 0 {
 		return Record{}, ErrNotFound
 	}
-	return decodeRecord(h), nil
+	return decodeRecord(id, h), nil
 }
 
-func decodeRecord(h map[string]string) Record {
+// decodeRecord reads the fields of request id's hash. The id is not read
+// from them: records written since issue #17 do not store it.
+func decodeRecord(id string, h map[string]string) Record {
 	num := func(f string) int64 { n, _ := strconv.ParseInt(h[f], 10, 64); return n }
 	rec := Record{
-		ID:          h["id"],
+		ID:          id,
 		Agent:       h["agent"],
 		Status:      aah.Status(h["status"]),
 		BodyHash:    h["hash"],

@@ -85,7 +85,7 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 					return ErrWriteDeadline
 				}
 			}
-			rec := decodeRecord(h)
+			rec := decodeRecord(id, h)
 			ch, err := decide(rec)
 			if err != nil {
 				return err
