@@ -52,7 +52,9 @@ func encodeDoc(doc []byte) string {
 	if err != nil || buf.Len() >= len(doc) {
 		return string(doc) // as sent: never larger than the document
 	}
-	return buf.String()
+	stored := buf.String()
+	docs.put(stored, doc) // Create decodes its record at once, the post job soon after
+	return stored
 }
 
 // decodeDoc reads the "doc" field in either form.
@@ -60,6 +62,17 @@ func decodeDoc(v string) ([]byte, error) {
 	if v == "" || v[0] != docDeflated {
 		return []byte(v), nil
 	}
+	if doc, ok := docs.get(v); ok {
+		return doc, nil
+	}
+	doc, err := inflateDoc(v)
+	if err == nil {
+		docs.put(v, doc)
+	}
+	return doc, err
+}
+
+func inflateDoc(v string) ([]byte, error) {
 	r := docReaders.Get().(io.ReadCloser)
 	defer docReaders.Put(r)
 	if err := r.(flate.Resetter).Reset(strings.NewReader(v[1:]), docDict); err != nil {
@@ -70,4 +83,41 @@ func decodeDoc(v string) ([]byte, error) {
 		return nil, fmt.Errorf("store: inflate document: %w", err)
 	}
 	return out.Bytes(), nil
+}
+
+// docs caches recently stored or read documents by their stored form: a
+// request's record is decoded several times within moments (its create,
+// each step of its post job, each Update), and inflating costs ~7 µs of CPU
+// each time against ~0.2 µs for a hit. A document never changes once
+// stored, and the key is the stored bytes themselves, so an entry cannot
+// go stale.
+var docs = docCache{m: map[string][]byte{}}
+
+// docCacheSize bounds the cache: ~2 KB per entry for seed 000's example.
+const docCacheSize = 1024
+
+type docCache struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+// get returns a copy: a Record's Document is the caller's own.
+func (c *docCache) get(stored string) ([]byte, bool) {
+	c.mu.Lock()
+	doc, ok := c.m[stored]
+	c.mu.Unlock()
+	return bytes.Clone(doc), ok
+}
+
+func (c *docCache) put(stored string, doc []byte) {
+	doc = bytes.Clone(doc)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[stored]; !ok && len(c.m) >= docCacheSize {
+		for k := range c.m { // an arbitrary entry: Go's map order
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[stored] = doc
 }
