@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/store"
-	"github.com/approvalbot/approvalbot/store/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -42,22 +41,22 @@ func compactJSON(t *testing.T, doc []byte) string {
 	return buf.String()
 }
 
-func reqKey(prefix, id string) string {
-	return fmt.Sprintf("%s:{s%02d}:req:%s", prefix, shardOf(id), id)
+// TestCompactStorage runs the tests of the compact forms on both backends.
+func TestCompactStorage(t *testing.T) {
+	for name, b := range rawBackends() {
+		t.Run(name, func(t *testing.T) {
+			t.Run("Request", func(t *testing.T) { testCompactRequest(t, b(t, "")) })
+			t.Run("OldFormatRecord", func(t *testing.T) { testOldFormatRecord(t, b(t, "")) })
+			t.Run("AuditChainMixedForms", func(t *testing.T) { testAuditChainMixedForms(t, b(t, "k")) })
+		})
+	}
 }
 
-func eventsKey(prefix, id string) string {
-	return fmt.Sprintf("%s:{s%02d}:events", prefix, shardOf(id))
-}
-
-// TestCompactRequest: the stored request holds one compressed copy of its
+// testCompactRequest: the stored request holds one compressed copy of its
 // document and no default-valued field; Get and the input:requested event
 // give the document back exactly as they did when both held it verbatim.
-func TestCompactRequest(t *testing.T) {
-	rdb, prefix := redistest.Client(t)
-	clk := newClock()
-	s := mustNew(t, rdb, store.Options{Prefix: prefix, Now: clk.Now})
-	f := fixture{s: s, clk: clk, ctx: testCtx(t)}
+func testCompactRequest(t *testing.T, f retentionFixture) {
+	rdb, s, clk := f.rdb, f.s, f.clk
 	id := "compact-1"
 	n := newReq(id, "agent-a")
 	n.Document = bigDoc(id)
@@ -70,7 +69,7 @@ func TestCompactRequest(t *testing.T) {
 		t.Errorf("Get = doc %s url %q timers %v reviewers %v version %d", got.Document, got.ResponseURL, got.Timers,
 			got.IndexedReviewers, got.Version)
 	}
-	h, err := rdb.HGetAll(f.ctx, reqKey(prefix, id)).Result()
+	h, err := rdb.HGetAll(f.ctx, f.key(shardOf(id), "req:"+id)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +88,10 @@ func TestCompactRequest(t *testing.T) {
 	if err := s.RecordPost(f.ctx, id, "C0APPROVALS", "1700000000.000100", 1, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if h := rdb.HGetAll(f.ctx, reqKey(prefix, id)).Val(); h["slack_ts"] == "" || h["post_attempts"] != "" || h["post_first_ms"] != "" {
+	if h := rdb.HGetAll(f.ctx, f.key(shardOf(id), "req:"+id)).Val(); h["slack_ts"] == "" || h["post_attempts"] != "" || h["post_first_ms"] != "" {
 		t.Errorf("posted at the first attempt, the request holds %v", h)
 	}
-	raw, err := rdb.XRange(f.ctx, eventsKey(prefix, id), "-", "+").Result()
+	raw, err := rdb.XRange(f.ctx, f.key(shardOf(id), "events"), "-", "+").Result()
 	if err != nil || len(raw) != 1 {
 		t.Fatalf("stream = %v, %v; want one event", raw, err) // (input:requested; posting writes none)
 	}
@@ -107,13 +106,13 @@ func TestCompactRequest(t *testing.T) {
 	// The request gone (retention), or its id taken by a later request:
 	// the event links to the request, as a document too large to carry does.
 	link := `{"channel":"C0APPROVALS","request_link":"/v1/requests/` + id + `"}`
-	if err := rdb.HSet(f.ctx, reqKey(prefix, id), "received_ms", clk.Now().Add(time.Hour).UnixMilli()).Err(); err != nil {
+	if err := rdb.HSet(f.ctx, f.key(shardOf(id), "req:"+id), "received_ms", clk.Now().Add(time.Hour).UnixMilli()).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if evs := f.shardEvents(t, shardOf(id)); len(evs) != 1 || string(evs[0].Data) != link {
 		t.Errorf("event of an id taken since = %s; want %s", evs[0].Data, link)
 	}
-	if err := rdb.Del(f.ctx, reqKey(prefix, id)).Err(); err != nil {
+	if err := rdb.Del(f.ctx, f.key(shardOf(id), "req:"+id)).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if evs := f.shardEvents(t, shardOf(id)); len(evs) != 1 || string(evs[0].Data) != link {
@@ -121,17 +120,14 @@ func TestCompactRequest(t *testing.T) {
 	}
 }
 
-// TestOldFormatRecord reads a request and its event as the code before
+// testOldFormatRecord reads a request and its event as the code before
 // issue #17's compaction wrote them (fixture of its HSET fields and XADD).
-func TestOldFormatRecord(t *testing.T) {
-	rdb, prefix := redistest.Client(t)
-	clk := newClock()
-	s := mustNew(t, rdb, store.Options{Prefix: prefix, Now: clk.Now})
-	f := fixture{s: s, clk: clk, ctx: testCtx(t)}
+func testOldFormatRecord(t *testing.T, f retentionFixture) {
+	rdb, clk := f.rdb, f.clk
 	id := "old-1"
 	doc := bigDoc(id)
 	ms := fmt.Sprint(clk.Now().UnixMilli())
-	if err := rdb.HSet(f.ctx, reqKey(prefix, id), map[string]any{
+	if err := rdb.HSet(f.ctx, f.key(shardOf(id), "req:"+id), map[string]any{
 		"id": id, "agent": "agent-a", "status": "pending", "timers": `[]`, "reviewer_idx": "null",
 		"doc": string(doc), "hash": "sha256:x", "channel": "C0APPROVALS", "response_url": "",
 		"version": "1", "received_ms": ms, "updated_ms": ms, "audit_head": "", "audit_gseq0": "1",
@@ -140,7 +136,7 @@ func TestOldFormatRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := `{"channel":"C0APPROVALS","request":` + compactJSON(t, doc) + `}`
-	if err := rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: eventsKey(prefix, id), ID: ms + "-0", Values: []any{
+	if err := rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.key(shardOf(id), "events"), ID: ms + "-0", Values: []any{
 		"request_id", id, "agent", "agent-a", "type", store.EventInputRequested, "at", ms, "data", data}}).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +145,7 @@ func TestOldFormatRecord(t *testing.T) {
 		len(rec.Mentions) != 0 || rec.Version != 1 || rec.Slack.Attempts != 1 || rec.Slack.RenderedVersion != 1 {
 		t.Errorf("old record reads as %+v", rec)
 	}
-	if err := rdb.Del(f.ctx, reqKey(prefix, id)).Err(); err != nil {
+	if err := rdb.Del(f.ctx, f.key(shardOf(id), "req:"+id)).Err(); err != nil {
 		t.Fatal(err)
 	}
 	// The old event carries its document itself: it is given as stored,
@@ -159,17 +155,14 @@ func TestOldFormatRecord(t *testing.T) {
 	}
 }
 
-// TestAuditChainMixedForms: a request chain whose first entries were stored
+// testAuditChainMixedForms: a request chain whose first entries were stored
 // in the full form (by the code before issue #17) and whose later ones are
 // compact verifies, exports and reads as one chain.
-func TestAuditChainMixedForms(t *testing.T) {
-	rdb, prefix := redistest.Client(t)
-	clk := newClock()
-	s := mustNew(t, rdb, store.Options{Prefix: prefix, Now: clk.Now, AuditKey: []byte("k")})
-	f := fixture{s: s, clk: clk, ctx: testCtx(t)}
+func testAuditChainMixedForms(t *testing.T, f retentionFixture) {
+	rdb, s, clk := f.rdb, f.s, f.clk
 	id := "mixed-1"
 	f.mustCreate(t, newReq(id, "agent-a"))
-	key := fmt.Sprintf("%s:{s%02d}:audit:%s", prefix, shardOf(id), id)
+	key := f.key(shardOf(id), "audit:"+id)
 	first, err := s.Audit(f.ctx, id)
 	if err != nil || len(first) != 1 {
 		t.Fatalf("Audit = %v, %v", first, err)
