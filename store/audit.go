@@ -111,7 +111,12 @@ func (s *Store) Audit(ctx context.Context, id string) ([]AuditEntry, error) {
 	if _, err := s.Get(ctx, id); err != nil {
 		return nil, err
 	}
-	return s.readChain(ctx, s.keys.auditRequest(id))
+	key := s.keys.auditRequest(id)
+	raw, err := s.rdb.LRange(ctx, key, 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("store: read audit %s: %w", key, err)
+	}
+	return decodeRequestChain(key, id, raw)
 }
 
 func (s *Store) readChain(ctx context.Context, key string) ([]AuditEntry, error) {
@@ -185,7 +190,7 @@ func (s *Store) readRequestChain(ctx context.Context, id string) (requestChainRe
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return requestChainRead{}, fmt.Errorf("store: read audit %s and its head: %w", key, err)
 	}
-	entries, err := decodeChain(key, chain.Val())
+	entries, err := decodeRequestChain(key, id, chain.Val())
 	out := requestChainRead{entries: entries}
 	if v := fields.Val(); len(v) == 2 {
 		out.head, _ = v[0].(string)
@@ -513,9 +518,8 @@ func (s *Store) queueAudit(ctx context.Context, p redis.Pipeliner, id string, at
 		s.keys.request(id), boolArg(first)}
 	for _, ev := range events {
 		e := AuditEntry{Seq: reqHead.seq + 1, At: at.UTC(), RequestID: id, Event: ev.Event, Actor: ev.Actor, Data: ev.Data, Prev: reqHead.hash}
-		var encoded string
-		e.Hash, encoded = s.hasher.seal(e)
-		p.RPush(ctx, s.keys.auditRequest(id), encoded)
+		e.Hash = s.hasher.sum(e)
+		p.RPush(ctx, s.keys.auditRequest(id), encodeRequestEntry(e)) // auditcompact.go
 		reqHead = chainHead{seq: e.Seq, hash: e.Hash}
 		// Seq 0 (the script writes the real one), Prev and Hash empty (the
 		// sealer writes them): an unsealed global entry.

@@ -146,11 +146,23 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	}
 	p.ZAdd(ctx, s.keys.jobs(shard).due, jobs...)
 	reviewers := uniqueUsers(nil, n.Reviewers)
-	fields := map[string]string{"id": n.ID, "agent": n.Agent, "status": string(aah.StatusPending),
-		"timers": mustJSON(timerIDs), reviewerIdxField: mustJSON(reviewers),
-		"doc": string(n.Document), "hash": n.BodyHash, "channel": n.Channel, "response_url": n.ResponseURL,
-		"version": "1", "received_ms": strconv.FormatInt(ms, 10), "updated_ms": strconv.FormatInt(ms, 10),
+	// A field that would hold its default (no response_url, no timers, no
+	// reviewers, version 1) is not written: every field of a hash costs
+	// ~50 bytes of Redis, and decodeRecord reads an absent one as its
+	// default. Nor is the id: the key names it.
+	fields := map[string]string{"agent": n.Agent, "status": string(aah.StatusPending),
+		"doc": encodeDoc(n.Document), "hash": n.BodyHash, "channel": n.Channel,
+		"received_ms": strconv.FormatInt(ms, 10), "updated_ms": strconv.FormatInt(ms, 10),
 		"audit_head": reqHead.String()}
+	if n.ResponseURL != "" {
+		fields["response_url"] = n.ResponseURL
+	}
+	if len(timerIDs) > 0 {
+		fields["timers"] = mustJSON(timerIDs)
+	}
+	if len(reviewers) > 0 {
+		fields[reviewerIdxField] = mustJSON(reviewers)
+	}
 	if n.NoRequester {
 		fields[noRequesterField] = "1"
 	}

@@ -16,7 +16,8 @@ const Shards = 16
 
 // This file builds every Redis key approvalbot uses; nothing else formats one.
 //
-//	<p>:{sNN}:req:<id>                 hash    one request (fields in record.go; the event callback's,
+//	<p>:{sNN}:req:<id>                 hash    one request (fields in record.go, doc compressed: doccodec.go; a
+//	                                           field holding its default is not stored; the event callback's,
 //	                                           events_url, events_types, events_cursor, events_state,
 //	                                           events_attempts, events_failing, events_error, events_next_ms,
 //	                                           in evdelivery.go)
@@ -34,7 +35,8 @@ const Shards = 16
 //	<p>:{sNN}:jobs:lease               hash    job id -> lease token of the current claim
 //	<p>:{sNN}:jobs:attempts            hash    job id -> attempts so far
 //	<p>:{sNN}:jobs:dead                list    dead-lettered jobs (JSON), newest first, capped
-//	<p>:{sNN}:audit:<id>               list    the request's audit chain (JSON entries), oldest first
+//	<p>:{sNN}:audit:<id>               list    the request's audit chain (JSON entries, compact since issue #17:
+//	                                           auditcompact.go), oldest first
 //	<p>:{sNN}:audit                    list    the shard's global audit chain, oldest first (with the
 //	                                           standalone intake_refused entries of refused requests)
 //	<p>:{sNN}:audit:head               string  "<seq>:<hash>" of the shard's global chain (its last sealed entry)
@@ -52,7 +54,8 @@ const Shards = 16
 //	<p>:{sNN}:deliveries:<id>          list    callback delivery attempts (JSON), oldest first, capped
 //	<p>:{sNN}:homepub:<user id>        string  when the user's last Home publish was scheduled (ms), for a window
 //	<p>:{sNN}:events                   stream  the shard's progress events (progress.go): request_id, agent,
-//	                                           type, at (ms), data (JSON); ids "<ms>-<seq>" of the store's
+//	                                           type, at (ms), data (JSON; input:requested's document is read
+//	                                           from the request hash: eventdoc.go); ids "<ms>-<seq>" of the store's
 //	                                           clock, written with the change they describe, trimmed to
 //	                                           EVENTS_RETENTION as entries are added
 //	<p>:{sNN}:copies:<id>              hash    the request's other Slack messages (reminder and escalation

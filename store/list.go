@@ -112,9 +112,9 @@ func (s *Store) getMany(ctx context.Context, entries []listEntry) ([]Record, err
 		return nil, fmt.Errorf("store: load listed requests: %w", err)
 	}
 	out := make([]Record, 0, len(entries))
-	for _, c := range cmds {
+	for i, c := range cmds {
 		if h := c.Val(); len(h) > 0 {
-			out = append(out, decodeRecord(h))
+			out = append(out, decodeRecord(entries[i].id, h))
 		}
 	}
 	return out, nil

@@ -112,17 +112,27 @@ func changeEvents(rec Record, ch *Change) []pendingEvent {
 // inline puts doc into d under name when it is small enough, else a link
 // to the request that holds it.
 func inline(d map[string]any, name string, doc []byte, id string) {
-	if len(doc) > 0 && len(doc) <= MaxInlineEventBytes && json.Valid(doc) {
+	if inlinable(doc) {
 		d[name] = json.RawMessage(doc)
 		return
 	}
 	d[name+"_link"] = "/v1/requests/" + id
 }
 
-// createEvents is input:requested for a new request.
+// inlinable reports whether an event carries doc inline.
+func inlinable(doc []byte) bool {
+	return len(doc) > 0 && len(doc) <= MaxInlineEventBytes && json.Valid(doc)
+}
+
+// createEvents is input:requested for a new request. The document it
+// carries is not copied into the stream: the request hash holds it, and
+// EventsAfter fills it in as it reads the event (eventdoc.go). Only a
+// document inline would not carry is linked here, as before.
 func createEvents(n NewRequest) []pendingEvent {
 	d := map[string]any{"channel": n.Channel}
-	inline(d, "request", n.Document, n.ID)
+	if !inlinable(n.Document) {
+		inline(d, "request", n.Document, n.ID)
+	}
 	return []pendingEvent{{EventInputRequested, d}}
 }
 
@@ -209,6 +219,9 @@ func (s *Store) EventsAfter(ctx context.Context, shard int, after string, count 
 	out := make([]Event, 0, len(msgs))
 	for _, m := range msgs {
 		out = append(out, decodeEvent(shard, m))
+	}
+	if err := s.fillRequested(ctx, out); err != nil {
+		return nil, fmt.Errorf("store: read events of shard %d: %w", shard, err)
 	}
 	return out, nil
 }

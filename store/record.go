@@ -198,20 +198,21 @@ func (s *Store) Get(ctx context.Context, id string) (Record, error) {
 	if len(h) == 0 {
 		return Record{}, ErrNotFound
 	}
-	return decodeRecord(h), nil
+	return decodeRecord(id, h), nil
 }
 
-func decodeRecord(h map[string]string) Record {
+// decodeRecord reads the fields of request id's hash. The id is not read
+// from them: records written since issue #17 do not store it.
+func decodeRecord(id string, h map[string]string) Record {
 	num := func(f string) int64 { n, _ := strconv.ParseInt(h[f], 10, 64); return n }
 	rec := Record{
-		ID:          h["id"],
+		ID:          id,
 		Agent:       h["agent"],
 		Status:      aah.Status(h["status"]),
-		Document:    json.RawMessage(h["doc"]),
 		BodyHash:    h["hash"],
 		Channel:     h["channel"],
 		ResponseURL: h["response_url"],
-		Version:     num("version"),
+		Version:     max(num("version"), 1), // 1 is not stored (Create)
 		ReceivedAt:  fromMs(num("received_ms")),
 		UpdatedAt:   fromMs(num("updated_ms")),
 		WithdrawnAt: fromMs(num("withdrawn_ms")),
@@ -249,6 +250,9 @@ func decodeRecord(h map[string]string) Record {
 
 		noRequester: h[noRequesterField] == "1",
 	}
+	if doc, err := decodeDoc(h["doc"]); err == nil {
+		rec.Document = doc
+	} // else left empty: a corrupt document reads as none, as a missing one does
 	if r := h["response"]; r != "" {
 		rec.Response = json.RawMessage(r)
 	}
@@ -406,8 +410,12 @@ func (s *Store) SetMentions(ctx context.Context, id string, mentions []string, m
 			users = append(users, strings.TrimSuffix(u, ">"))
 		}
 	}
-	_, err = s.Update(ctx, id, func(Record) (*Change, error) {
-		return &Change{set: map[string]any{"mentions": string(raw)}, AddReviewers: users, Quiet: true}, nil
+	_, err = s.Update(ctx, id, func(rec Record) (*Change, error) {
+		ch := &Change{set: map[string]any{"mentions": string(raw)}, AddReviewers: users, Quiet: true}
+		if len(mentions) == 0 && len(rec.Mentions) == 0 {
+			ch.set = nil // none: an absent field reads as none, and costs no Redis memory
+		}
+		return ch, nil
 	})
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("store: set mentions of %s: %w", id, err)

@@ -145,6 +145,13 @@ func (s *Store) RecordPost(ctx context.Context, id, channel, ts string, rendered
 			del:   []string{"post_error", "post_error_permanent"},
 			Audit: []AuditEvent{{Event: "posted", Actor: "system", Data: map[string]any{"channel": channel, "ts": ts}}},
 		}
+		if !rec.Posted() && rec.Slack.Attempts <= 1 {
+			// One attempt, now recorded: no other can have posted a
+			// copy, so no sweep will need the count or its time (the
+			// fields cost ~100 bytes of every posted request, issue #17).
+			// beginPost sees slack_ts from now on and counts no more.
+			ch.del = append(ch.del, "post_attempts", "post_first_ms")
+		}
 		if rec.Version != renderedVersion {
 			ch.Jobs = []JobAt{{ID: jobID(JobSync, id), At: s.now()}}
 		}

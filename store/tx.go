@@ -53,7 +53,7 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 			if len(h) == 0 {
 				return ErrNotFound
 			}
-			rec := decodeRecord(h)
+			rec := decodeRecord(id, h)
 			ch, err := decide(rec)
 			if err != nil {
 				return err
