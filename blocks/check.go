@@ -2,8 +2,6 @@ package blocks
 
 import (
 	"fmt"
-	"slices"
-	"time"
 	"unicode/utf8"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -48,9 +46,13 @@ func Check(req *aah.Request) []aah.FieldError {
 			}
 		}
 	}
-	if n, decisionBlocks := blockCount(req); n > MaxMessageBlocks {
+	// Counted in the request's largest state, without rendering (count.go).
+	if n := countBlocks(req, largestState(req)); n > MaxMessageBlocks {
+		// What one decision takes: its question and controls, and its
+		// review's blocks.
 		fixed, most := n, 0
-		for _, k := range decisionBlocks {
+		for _, d := range req.Data.Decisions {
+			k := 2 + reviewBlockCount(d)
 			fixed -= k
 			most = max(most, k)
 		}
@@ -58,25 +60,4 @@ func Check(req *aah.Request) []aah.FieldError {
 			n, MaxMessageBlocks, (MaxMessageBlocks-fixed)/most)
 	}
 	return probs
-}
-
-// blockCount renders the request in its largest state (open, reviewers
-// mentioned, and when it may have them, a follow-up line and an escalation
-// by hand with its banner) and reports the block count and the blocks each
-// decision takes (its question and controls, and its review's blocks).
-func blockCount(req *aah.Request) (total int, perDecision []int) {
-	st := State{Status: aah.StatusPending, Version: 1, ReceivedAt: time.Unix(0, 0), Mentions: []string{"x"}}
-	if len(req.Handoff.ParentArtifactIDs) > 0 {
-		st.FollowUpOf = &FollowUp{ID: "x"}
-	}
-	if slices.Contains(requestVerbs(req), aah.VerbEscalate) {
-		// Escalated by hand: the banner and the escalation lines.
-		st.Status = aah.StatusEscalated
-		st.Reassignments = []aah.Reassignment{{To: "x"}}
-	}
-	for _, d := range req.Data.Decisions {
-		review, _ := reviewBlocks(d)
-		perDecision = append(perDecision, 2+len(review))
-	}
-	return len(Render(req, st).Blocks), perDecision
 }
