@@ -3,8 +3,6 @@ package webhook
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -231,13 +229,4 @@ func compact(doc []byte) json.RawMessage {
 		return doc
 	}
 	return b.Bytes()
-}
-
-// canonicalHash identifies a decoded document regardless of whitespace and
-// key order, so an agent retrying with a re-serialized but identical body is
-// recognised: json.Marshal sorts map keys and writes json.Number verbatim.
-func canonicalHash(tree any) string {
-	canonical, _ := json.Marshal(tree)
-	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
 }
