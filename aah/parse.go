@@ -47,6 +47,17 @@ func Parse(raw []byte, opts ParseOptions) (*Request, error) {
 // precision). Callers that also need the document itself, for hashing or
 // editing, decode once with it.
 func Decode(raw []byte) (any, error) {
+	d := fastDecoder{raw: raw}
+	if v, ok := d.document(); ok {
+		return v, nil
+	}
+	return decodeStd(raw)
+}
+
+// decodeStd is Decode by encoding/json: the fallback of the single pass
+// (parse_decode.go) for everything it does not accept, so errors keep
+// encoding/json's words.
+func decodeStd(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var doc any
