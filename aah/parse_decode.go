@@ -82,7 +82,8 @@ func (d *fastDecoder) value() (any, bool) {
 	case c == '[':
 		return d.array()
 	case c == '"':
-		return d.string()
+		s, ok := d.string()
+		return s, ok
 	case c == '-' || (c >= '0' && c <= '9'):
 		return d.number()
 	case c == 't':
@@ -139,7 +140,7 @@ func (d *fastDecoder) object() (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		m[k.(string)] = v // the last of duplicate keys wins, as in encoding/json
+		m[k] = v // the last of duplicate keys wins, as in encoding/json
 		d.space()
 		if d.i >= len(d.raw) {
 			return nil, false
@@ -199,7 +200,7 @@ func (d *fastDecoder) array() (any, bool) {
 // string decodes the string at d.i. Plain strings (no escape, valid UTF-8)
 // are their bytes; the others are decoded by encoding/json itself, so
 // escapes, lone surrogates and invalid bytes come out as it makes them.
-func (d *fastDecoder) string() (any, bool) {
+func (d *fastDecoder) string() (string, bool) {
 	start := d.i
 	plain, ascii := true, true
 	for d.i++; d.i < len(d.raw); d.i++ {
@@ -214,19 +215,19 @@ func (d *fastDecoder) string() (any, bool) {
 			}
 			var s string
 			if json.Unmarshal(lit, &s) != nil {
-				return nil, false
+				return "", false
 			}
 			return s, true
 		case c == '\\':
 			plain = false
 			d.i++ // the escaped character, a quote included; Unmarshal checks it
 		case c < 0x20:
-			return nil, false
+			return "", false
 		case c >= utf8.RuneSelf:
 			ascii = false
 		}
 	}
-	return nil, false
+	return "", false
 }
 
 // number takes the JSON number at d.i verbatim, as json.Number.

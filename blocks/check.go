@@ -26,23 +26,24 @@ func Check(req *aah.Request) []aah.FieldError {
 		add(fieldData+".context", "is %d characters; at most %d are accepted", n, maxDescriptionLen)
 	}
 	for i, d := range req.Data.Decisions {
-		path := fmt.Sprintf("%s.decisions[%d]", fieldData, i)
+		// Built only for a problem: a valid request formats no path.
+		path := func() string { return fmt.Sprintf("%s.decisions[%d]", fieldData, i) }
 		// Counted as Slack will see it: &, < and > are escaped for mrkdwn.
 		if n := utf8.RuneCountInString(escape(d.Prompt)); n > MaxPromptLength {
-			add(path+".prompt", "is %d characters (counting &, < and > as Slack's escapes); at most %d fit a Slack message and its input dialog", n, MaxPromptLength)
+			add(path()+".prompt", "is %d characters (counting &, < and > as Slack's escapes); at most %d fit a Slack message and its input dialog", n, MaxPromptLength)
 		}
 		if n := utf8.RuneCountInString(d.Description); n > maxDescriptionLen {
-			add(path+".description", "is %d characters; at most %d are accepted", n, maxDescriptionLen)
+			add(path()+".description", "is %d characters; at most %d are accepted", n, maxDescriptionLen)
 		}
 		if len(d.Options) > MaxSelectOptions {
-			add(path+".options", "has %d options; a Slack select menu holds at most %d", len(d.Options), MaxSelectOptions)
+			add(path()+".options", "has %d options; a Slack select menu holds at most %d", len(d.Options), MaxSelectOptions)
 		}
 		for j, o := range d.Options {
 			if n := utf8.RuneCountInString(o.Label); n > MaxOptionText {
-				add(fmt.Sprintf("%s.options[%d].label", path, j), "is %d characters; a Slack menu option holds at most %d", n, MaxOptionText)
+				add(fmt.Sprintf("%s.options[%d].label", path(), j), "is %d characters; a Slack menu option holds at most %d", n, MaxOptionText)
 			}
 			if n := utf8.RuneCountInString(o.Value); n > MaxOptionValue {
-				add(fmt.Sprintf("%s.options[%d].value", path, j), "is %d characters; a Slack menu option value holds at most %d", n, MaxOptionValue)
+				add(fmt.Sprintf("%s.options[%d].value", path(), j), "is %d characters; a Slack menu option value holds at most %d", n, MaxOptionValue)
 			}
 		}
 	}
