@@ -108,93 +108,100 @@ func (d *fastDecoder) literal(word string) bool {
 }
 
 func (d *fastDecoder) object() (any, bool) {
-	if d.depth++; d.depth > maxDecodeDepth {
+	more, ok := d.open('{', '}')
+	if !ok {
 		return nil, false
 	}
 	defer func() { d.depth-- }()
-	d.i++
-	d.emitByte('{')
 	m := map[string]any{}
-	d.space()
-	if d.i < len(d.raw) && d.raw[d.i] == '}' {
-		d.i++
-		d.emitByte('}')
-		return m, true
-	}
-	for {
+	for more {
 		d.space()
 		if d.i >= len(d.raw) || d.raw[d.i] != '"' {
 			return nil, false
 		}
 		k, ok := d.string()
-		if !ok {
+		if !ok || !d.punct(':') {
 			return nil, false
 		}
-		d.space()
-		if d.i >= len(d.raw) || d.raw[d.i] != ':' {
-			return nil, false
-		}
-		d.i++
-		d.emitByte(':')
 		v, ok := d.value()
 		if !ok {
 			return nil, false
 		}
 		m[k] = v // the last of duplicate keys wins, as in encoding/json
-		d.space()
-		if d.i >= len(d.raw) {
-			return nil, false
-		}
-		switch d.raw[d.i] {
-		case ',':
-			d.i++
-			d.emitByte(',')
-		case '}':
-			d.i++
-			d.emitByte('}')
-			return m, true
-		default:
+		if more, ok = d.next('}'); !ok {
 			return nil, false
 		}
 	}
+	return m, true
 }
 
 func (d *fastDecoder) array() (any, bool) {
-	if d.depth++; d.depth > maxDecodeDepth {
+	more, ok := d.open('[', ']')
+	if !ok {
 		return nil, false
 	}
 	defer func() { d.depth-- }()
-	d.i++
-	d.emitByte('[')
 	a := make([]any, 0) // never nil: encoding/json decodes [] as an empty slice
-	d.space()
-	if d.i < len(d.raw) && d.raw[d.i] == ']' {
-		d.i++
-		d.emitByte(']')
-		return a, true
-	}
-	for {
+	for more {
 		v, ok := d.value()
 		if !ok {
 			return nil, false
 		}
 		a = append(a, v)
-		d.space()
-		if d.i >= len(d.raw) {
-			return nil, false
-		}
-		switch d.raw[d.i] {
-		case ',':
-			d.i++
-			d.emitByte(',')
-		case ']':
-			d.i++
-			d.emitByte(']')
-			return a, true
-		default:
+		if more, ok = d.next(']'); !ok {
 			return nil, false
 		}
 	}
+	return a, true
+}
+
+// open enters the object or array at d.i (the caller leaves it: d.depth--);
+// more is false when it closes at once.
+func (d *fastDecoder) open(c, closing byte) (more, ok bool) {
+	if d.depth++; d.depth > maxDecodeDepth {
+		d.depth--
+		return false, false
+	}
+	d.i++
+	d.emitByte(c)
+	d.space()
+	if d.i < len(d.raw) && d.raw[d.i] == closing {
+		d.i++
+		d.emitByte(closing)
+		return false, true
+	}
+	return true, true
+}
+
+// next takes what follows a member or element: a comma (more follow) or
+// the closing bracket.
+func (d *fastDecoder) next(closing byte) (more, ok bool) {
+	d.space()
+	if d.i >= len(d.raw) {
+		return false, false
+	}
+	switch d.raw[d.i] {
+	case ',':
+		d.i++
+		d.emitByte(',')
+		return true, true
+	case closing:
+		d.i++
+		d.emitByte(closing)
+		return false, true
+	}
+	return false, false
+}
+
+// punct takes the punctuation c, after optional white space.
+func (d *fastDecoder) punct(c byte) bool {
+	d.space()
+	if d.i >= len(d.raw) || d.raw[d.i] != c {
+		return false
+	}
+	d.i++
+	d.emitByte(c)
+	return true
 }
 
 // string decodes the string at d.i. Plain strings (no escape, valid UTF-8)
