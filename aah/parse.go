@@ -1,10 +1,8 @@
 package aah
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -40,34 +38,6 @@ func Parse(raw []byte, opts ParseOptions) (*Request, error) {
 		}
 	}
 	return ParseDecoded(doc, opts)
-}
-
-// Decode decodes a JSON document into the generic form ParseDecoded takes
-// (objects as map[string]any, numbers as json.Number, so none loses
-// precision). Callers that also need the document itself, for hashing or
-// editing, decode once with it.
-func Decode(raw []byte) (any, error) {
-	d := fastDecoder{raw: raw}
-	if v, ok := d.document(); ok {
-		return v, nil
-	}
-	return decodeStd(raw)
-}
-
-// decodeStd is Decode by encoding/json: the fallback of the single pass
-// (parse_decode.go) for everything it does not accept, so errors keep
-// encoding/json's words.
-func decodeStd(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		return nil, &ValidationError{Problems: []FieldError{{Field: "", Message: "body is not valid JSON: " + err.Error()}}}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, &ValidationError{Problems: []FieldError{{Field: "", Message: "body must hold exactly one JSON object"}}}
-	}
-	return doc, nil
 }
 
 // ParseDecoded validates a document Decode returned; see Parse.

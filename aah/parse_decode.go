@@ -1,7 +1,9 @@
 package aah
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"unicode/utf8"
 )
 
@@ -12,6 +14,33 @@ import (
 // copied it once. It handles well-formed JSON only: on anything it does not
 // accept, Decode falls back to encoding/json, so every error message stays
 // encoding/json's. FuzzDecode holds both to the same trees and errors.
+
+// Decode decodes a JSON document into the generic form ParseDecoded takes
+// (objects as map[string]any, numbers as json.Number, so none loses
+// precision). Callers that also need the document itself, for hashing or
+// editing, decode once with it.
+func Decode(raw []byte) (any, error) {
+	d := fastDecoder{raw: raw}
+	if v, ok := d.document(); ok {
+		return v, nil
+	}
+	return decodeStd(raw)
+}
+
+// decodeStd is Decode by encoding/json: the single pass's fallback for
+// everything it does not accept, so errors keep encoding/json's words.
+func decodeStd(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, &ValidationError{Problems: []FieldError{{Field: "", Message: "body is not valid JSON: " + err.Error()}}}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &ValidationError{Problems: []FieldError{{Field: "", Message: "body must hold exactly one JSON object"}}}
+	}
+	return doc, nil
+}
 
 // maxDecodeDepth is encoding/json's nesting limit; deeper documents go to
 // it for its error.
