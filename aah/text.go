@@ -17,9 +17,14 @@ import (
 // field of each such string (or of the object holding such a key), in the
 // paths the other intake errors use; raw must be valid JSON (Decode).
 func CheckUnicode(raw []byte) error {
-	if utf8.Valid(raw) && !bytes.Contains(raw, []byte(`\u`)) {
+	if utf8.Valid(raw) && !surrogateEscape(raw) {
 		return nil // the common case: nothing to walk
 	}
+	return walkUnicode(raw)
+}
+
+// walkUnicode is CheckUnicode's walk over every key and string.
+func walkUnicode(raw []byte) error {
 	var probs []FieldError
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	var stack []*textScope // the containers the walk is in, innermost last
@@ -70,6 +75,25 @@ func CheckUnicode(raw []byte) error {
 		return &ValidationError{Problems: probs}
 	}
 	return nil
+}
+
+// surrogateEscape reports whether raw may hold a \u escape of a surrogate
+// (\uD800-\uDFFF, either case), the only escape that can make a string of
+// valid UTF-8 ill-formed. Bodies written with ASCII-only escaping (Python's
+// json.dumps by default) escape every accented letter, so only these are
+// worth a walk. A match after an escaped backslash ("\\ud800" is text)
+// only costs the walk, which then finds nothing.
+func surrogateEscape(raw []byte) bool {
+	for {
+		i := bytes.Index(raw, []byte(`\u`))
+		if i < 0 || i+4 > len(raw) {
+			return false
+		}
+		if c := raw[i+3] | 0x20; raw[i+2]|0x20 == 'd' && (c == '8' || c == '9' || (c >= 'a' && c <= 'f')) {
+			return true
+		}
+		raw = raw[i+2:]
+	}
 }
 
 // textScope is an object or array CheckUnicode is inside.

@@ -2,8 +2,6 @@ package blocks
 
 import (
 	"fmt"
-	"slices"
-	"time"
 	"unicode/utf8"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -28,29 +26,34 @@ func Check(req *aah.Request) []aah.FieldError {
 		add(fieldData+".context", "is %d characters; at most %d are accepted", n, maxDescriptionLen)
 	}
 	for i, d := range req.Data.Decisions {
-		path := fmt.Sprintf("%s.decisions[%d]", fieldData, i)
+		// Built only for a problem: a valid request formats no path.
+		path := func() string { return fmt.Sprintf("%s.decisions[%d]", fieldData, i) }
 		// Counted as Slack will see it: &, < and > are escaped for mrkdwn.
 		if n := utf8.RuneCountInString(escape(d.Prompt)); n > MaxPromptLength {
-			add(path+".prompt", "is %d characters (counting &, < and > as Slack's escapes); at most %d fit a Slack message and its input dialog", n, MaxPromptLength)
+			add(path()+".prompt", "is %d characters (counting &, < and > as Slack's escapes); at most %d fit a Slack message and its input dialog", n, MaxPromptLength)
 		}
 		if n := utf8.RuneCountInString(d.Description); n > maxDescriptionLen {
-			add(path+".description", "is %d characters; at most %d are accepted", n, maxDescriptionLen)
+			add(path()+".description", "is %d characters; at most %d are accepted", n, maxDescriptionLen)
 		}
 		if len(d.Options) > MaxSelectOptions {
-			add(path+".options", "has %d options; a Slack select menu holds at most %d", len(d.Options), MaxSelectOptions)
+			add(path()+".options", "has %d options; a Slack select menu holds at most %d", len(d.Options), MaxSelectOptions)
 		}
 		for j, o := range d.Options {
 			if n := utf8.RuneCountInString(o.Label); n > MaxOptionText {
-				add(fmt.Sprintf("%s.options[%d].label", path, j), "is %d characters; a Slack menu option holds at most %d", n, MaxOptionText)
+				add(fmt.Sprintf("%s.options[%d].label", path(), j), "is %d characters; a Slack menu option holds at most %d", n, MaxOptionText)
 			}
 			if n := utf8.RuneCountInString(o.Value); n > MaxOptionValue {
-				add(fmt.Sprintf("%s.options[%d].value", path, j), "is %d characters; a Slack menu option value holds at most %d", n, MaxOptionValue)
+				add(fmt.Sprintf("%s.options[%d].value", path(), j), "is %d characters; a Slack menu option value holds at most %d", n, MaxOptionValue)
 			}
 		}
 	}
-	if n, decisionBlocks := blockCount(req); n > MaxMessageBlocks {
+	// Counted in the request's largest state, without rendering (count.go).
+	if n := countBlocks(req, largestState(req)); n > MaxMessageBlocks {
+		// What one decision takes: its question and controls, and its
+		// review's blocks.
 		fixed, most := n, 0
-		for _, k := range decisionBlocks {
+		for _, d := range req.Data.Decisions {
+			k := 2 + reviewBlockCount(d)
 			fixed -= k
 			most = max(most, k)
 		}
@@ -58,25 +61,4 @@ func Check(req *aah.Request) []aah.FieldError {
 			n, MaxMessageBlocks, (MaxMessageBlocks-fixed)/most)
 	}
 	return probs
-}
-
-// blockCount renders the request in its largest state (open, reviewers
-// mentioned, and when it may have them, a follow-up line and an escalation
-// by hand with its banner) and reports the block count and the blocks each
-// decision takes (its question and controls, and its review's blocks).
-func blockCount(req *aah.Request) (total int, perDecision []int) {
-	st := State{Status: aah.StatusPending, Version: 1, ReceivedAt: time.Unix(0, 0), Mentions: []string{"x"}}
-	if len(req.Handoff.ParentArtifactIDs) > 0 {
-		st.FollowUpOf = &FollowUp{ID: "x"}
-	}
-	if slices.Contains(requestVerbs(req), aah.VerbEscalate) {
-		// Escalated by hand: the banner and the escalation lines.
-		st.Status = aah.StatusEscalated
-		st.Reassignments = []aah.Reassignment{{To: "x"}}
-	}
-	for _, d := range req.Data.Decisions {
-		review, _ := reviewBlocks(d)
-		perDecision = append(perDecision, 2+len(review))
-	}
-	return len(Render(req, st).Blocks), perDecision
 }

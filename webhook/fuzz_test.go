@@ -121,6 +121,46 @@ func checkWithArtifactID(t *testing.T, raw []byte) {
 	}
 }
 
+// checkStoredWithID runs storedWithID on arbitrary bytes whose artifact is
+// an object: the result is raw compacted with only the "id" member added,
+// and it decodes to raw's tree with artifact.id set.
+func checkStoredWithID(t *testing.T, raw []byte) {
+	const id = "fuzz-generated-id"
+	tree, err := aah.Decode(raw)
+	if err != nil {
+		return
+	}
+	top, _ := tree.(map[string]any)
+	art, ok := top["artifact"].(map[string]any)
+	if !ok {
+		return
+	}
+	_, hadID := art["id"]
+	var compacted bytes.Buffer
+	if err := json.Compact(&compacted, raw); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := storedWithID(raw, bytes.Clone(compacted.Bytes()), art, id)
+	if err != nil {
+		t.Fatalf("storedWithID(%q): %v", raw, err)
+	}
+	art["id"] = id
+	if got := decodeTree(t, doc); !reflect.DeepEqual(got, tree) {
+		t.Fatalf("storedWithID(%q) = %q: other values changed", raw, doc)
+	}
+	if hadID {
+		return // withArtifactID's document, checked by checkWithArtifactID
+	}
+	member := `"id":"` + id + `"`
+	without := bytes.Replace(doc, []byte(member+","), nil, 1)
+	if len(without) == len(doc) {
+		without = bytes.Replace(doc, []byte(member), nil, 1)
+	}
+	if !bytes.Equal(without, compacted.Bytes()) {
+		t.Fatalf("storedWithID(%q) = %q: not the compacted body with the id member added", raw, doc)
+	}
+}
+
 func FuzzIntake(f *testing.F) {
 	seed := readSeed(f)
 	f.Add(seed)
@@ -142,13 +182,18 @@ func FuzzIntake(f *testing.F) {
 	f.Add(seedWith(`"lifecycle": {`, `"extensions": {"slack": {"channel": "C0123ABCD", "reviewers": ["U123ABC"]}}, "lifecycle": {`))
 	f.Add(seedWith(`"priority": "high"`, `"priority": "whenever"`))
 	f.Add(append(append([]byte{}, seed...), ']'))
-	for _, s := range []string{``, `{}`, `null`, `[]`, `{"artifact":null}`, `{"artifact":{}}`, `{"artifact":[]}`, `"x"`, "{\"artifact\":{\"id\":\"\xff\"}}"} {
+	for _, s := range []string{``, `{}`, `null`, `[]`, `{"artifact":null}`, `{"artifact":{}}`, `{"artifact":[]}`, `"x"`, "{\"artifact\":{\"id\":\"\xff\"}}",
+		// Where the generated id is spliced: the last of duplicate keys, an
+		// escaped key, keys and strings that look like "artifact".
+		` { "artifact" : { } , "artifact" : { "title" : "t" } } `, `{"\u0061rtifact":{"x":1}}`,
+		`{"a":{"artifact":{"n":1}},"s":"\"artifact\":{","artifact":{"k":"\\"}}`, `{"artifact":{"id":null,"t":"x"}}`} {
 		f.Add([]byte(s))
 	}
 
 	a := newFuzzAPI(f)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		checkWithArtifactID(t, raw)
+		checkStoredWithID(t, raw)
 
 		// The canonical hash ignores indentation, for any JSON document.
 		if tree, err := aah.Decode(raw); err == nil {

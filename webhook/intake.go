@@ -3,14 +3,13 @@ package webhook
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -139,7 +138,9 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 // agent's sign-off rules (the workspace's, or looser when it is granted)
 // decide whether a quorum can be met.
 func (a *API) validate(raw []byte, agent string) (req *aah.Request, doc json.RawMessage, hash string, probs []aah.FieldError) {
-	tree, err := aah.Decode(raw)
+	// One pass decodes the body and compacts it, with room for a generated
+	// id to be spliced in (storedWithID).
+	tree, compacted, err := aah.DecodeCompact(raw, generatedIDRoom)
 	if err == nil {
 		err = aah.CheckUnicode(raw) // before the decoded tree hides it as U+FFFD
 	}
@@ -165,16 +166,23 @@ func (a *API) validate(raw []byte, agent string) (req *aah.Request, doc json.Raw
 	if len(probs) > 0 {
 		return nil, nil, "", probs
 	}
-	doc = compact(raw)
+	if compacted == nil { // decoded by encoding/json (see aah.DecodeCompact)
+		compacted = compact(raw, generatedIDRoom)
+	}
+	doc = compacted
 	if req.Artifact.ID == "" {
 		req.Artifact.ID = uuid.NewString()
-		if doc, err = withArtifactID(raw, req.Artifact.ID); err != nil {
+		art := tree.(map[string]any)["artifact"].(map[string]any)
+		if doc, err = storedWithID(raw, compacted, art, req.Artifact.ID); err != nil {
 			return nil, nil, "", []aah.FieldError{{Field: "artifact", Message: err.Error()}}
 		}
-		tree.(map[string]any)["artifact"].(map[string]any)["id"] = req.Artifact.ID
+		art["id"] = req.Artifact.ID
 	}
 	return req, doc, canonicalHash(tree), nil
 }
+
+// generatedIDRoom is what storedWithID splices in: "id":"<uuid>", and a comma.
+const generatedIDRoom = len(`"id":"",`) + 36
 
 func invalidMessage(probs []aah.FieldError) string {
 	if len(probs) == 1 {
@@ -188,9 +196,90 @@ func isJSON(contentType string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
+// storedWithID is the document to store for a request whose artifact.id
+// was generated: doc (raw compacted), with "id" spliced in as the first member of
+// the artifact object (art, as decoded), so no other value is decoded or
+// re-encoded and the key order is the agent's. When the artifact already
+// has an "id" member (null) or cannot be located, withArtifactID sets it
+// by decoding and re-encoding the two objects instead.
+func storedWithID(raw, doc []byte, art map[string]any, id string) (json.RawMessage, error) {
+	if _, has := art["id"]; has {
+		return withArtifactID(raw, id)
+	}
+	member := appendJSONString(append(make([]byte, 0, len(id)+8), `"id":`...), id)
+	at := artifactObject(doc)
+	if at < 0 {
+		return withArtifactID(raw, id)
+	}
+	if doc[at+1] != '}' {
+		member = append(member, ',')
+	}
+	return slices.Insert(doc, at+1, member...), nil
+}
+
+// artifactObject is the offset of the '{' that opens the top-level
+// "artifact" member's value in a compacted document whose top level is an
+// object, or -1. As a decoder does, the last of duplicate keys wins, and
+// escaped keys are compared unescaped.
+func artifactObject(doc []byte) int {
+	found, depth, expectKey := -1, 0, false
+	for i := 0; i < len(doc); i++ {
+		switch doc[i] {
+		case '{':
+			depth++
+			expectKey = depth == 1
+		case '[':
+			depth++
+		case '}', ']':
+			depth--
+		case ',':
+			expectKey = depth == 1
+		case '"':
+			end := stringEnd(doc, i)
+			if end < 0 {
+				return -1
+			}
+			if expectKey {
+				expectKey = false
+				if keyIs(doc[i:end+1], "artifact") && end+2 < len(doc) && doc[end+1] == ':' {
+					found = end + 2
+				}
+			}
+			i = end
+		}
+	}
+	if found < 0 || doc[found] != '{' {
+		return -1
+	}
+	return found
+}
+
+// stringEnd is the offset of the quote that closes the JSON string opening
+// at doc[start], or -1.
+func stringEnd(doc []byte, start int) int {
+	for i := start + 1; i < len(doc); i++ {
+		switch doc[i] {
+		case '\\':
+			i++ // the escaped character, a quote included
+		case '"':
+			return i
+		}
+	}
+	return -1
+}
+
+// keyIs reports whether the quoted JSON string quoted decodes to name.
+func keyIs(quoted []byte, name string) bool {
+	if bytes.IndexByte(quoted, '\\') < 0 {
+		return len(quoted) == len(name)+2 && string(quoted[1:len(quoted)-1]) == name
+	}
+	var key string
+	return json.Unmarshal(quoted, &key) == nil && key == name
+}
+
 // withArtifactID sets artifact.id in a document. Every other value keeps its
 // bytes (compacted, never re-escaped); only the order of keys in the two
-// touched objects changes.
+// touched objects changes. It is storedWithID's fallback.
 func withArtifactID(raw []byte, id string) (json.RawMessage, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
@@ -226,20 +315,12 @@ func marshalVerbatim(v any) (json.RawMessage, error) {
 }
 
 // compact drops insignificant whitespace; the document is otherwise verbatim,
-// unknown fields included.
-func compact(doc []byte) json.RawMessage {
-	var b bytes.Buffer
-	if err := json.Compact(&b, doc); err != nil {
+// unknown fields included. room is spare capacity the caller will append
+// or splice into without another allocation.
+func compact(doc []byte, room int) json.RawMessage {
+	b := bytes.NewBuffer(make([]byte, 0, len(doc)+room))
+	if err := json.Compact(b, doc); err != nil {
 		return doc
 	}
 	return b.Bytes()
-}
-
-// canonicalHash identifies a decoded document regardless of whitespace and
-// key order, so an agent retrying with a re-serialized but identical body is
-// recognised: json.Marshal sorts map keys and writes json.Number verbatim.
-func canonicalHash(tree any) string {
-	canonical, _ := json.Marshal(tree)
-	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
 }

@@ -1,0 +1,7 @@
+package blocks
+
+// Internals the external tests check directly.
+var (
+	CountBlocks  = countBlocks
+	LargestState = largestState
+)
