@@ -64,53 +64,123 @@ redis.call('SET', KEYS[3], ARGV[2])
 return #ARGV - 2
 `)
 
+// readPending reads what sealing a shard needs, atomically.
+//
+//	KEYS[1] -> <p>:{sNN}:audit-pending
+//	KEYS[2] -> <p>:{sNN}:audit
+//	KEYS[3] -> <p>:{sNN}:audit:head
+//	ARGV[1] -> the most pending entries to read
+//
+// Returns {head or "", the chain's last entry or "", pending entries…}.
+var readPending = redis.NewScript(`
+local out = {redis.call('GET', KEYS[3]) or '', redis.call('LINDEX', KEYS[2], -1) or ''}
+for _, e in ipairs(redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)) do out[#out + 1] = e end
+return out
+`)
+
 // SealShard links the pending global entries of one shard (up to
 // sealBatch per round trip, until none is left) and returns how many it
 // sealed.
 func (s *Store) SealShard(ctx context.Context, shard int) (int, error) {
 	total := 0
 	for {
-		n, more, err := s.sealOnce(ctx, shard)
-		total += n
-		if err != nil || !more {
+		read, err := readPending.Run(ctx, s.rdb, s.sealKeys(shard), sealBatch).StringSlice()
+		if err != nil {
+			return total, fmt.Errorf("store: seal the audit of shard %d: read: %w", shard, err)
+		}
+		args, err := s.link(shard, read)
+		if err != nil || args == nil {
 			return total, err
 		}
+		n, err := sealGlobal.Run(ctx, s.rdb, s.sealKeys(shard), args...).Int()
+		if err != nil {
+			return total, fmt.Errorf("store: seal the audit of shard %d: %w", shard, err)
+		}
+		total += n
+		if n > 0 && len(read)-2 < sealBatch {
+			return total, nil
+		}
+		// A full batch, or another sealer moved the head: read again.
 	}
 }
 
-// sealOnce seals one batch; more is true when entries may be left.
-func (s *Store) sealOnce(ctx context.Context, shard int) (sealed int, more bool, err error) {
-	pendingKey, headKey := s.keys.auditShardPending(shard), s.keys.auditShardHead(shard)
-	var headCmd, lastCmd *redis.StringCmd
-	var pending *redis.StringSliceCmd
-	if _, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		headCmd = p.Get(ctx, headKey)
-		lastCmd = p.LIndex(ctx, s.keys.auditShard(shard), -1)
-		pending = p.LRange(ctx, pendingKey, 0, sealBatch-1)
-		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return 0, false, fmt.Errorf("store: seal the audit of shard %d: read: %w", shard, err)
+// sealShards seals the shards named, in two round trips for all of them
+// (the reads pipelined, then the seals), under load the common case; a
+// shard with more than a batch pending, or sealed meanwhile by another
+// replica, goes on by itself (SealShard).
+func (s *Store) sealShards(ctx context.Context, shards []int) error {
+	reads := make([]*redis.Cmd, len(shards))
+	pipe := s.rdb.Pipeline()
+	for i, shard := range shards {
+		reads[i] = readPending.EvalSha(ctx, pipe, s.sealKeys(shard), sealBatch)
 	}
-	raw := pending.Val()
-	if len(raw) == 0 {
-		return 0, false, nil
+	_, _ = pipe.Exec(ctx) // each command's error is read below
+	var errs []error
+	alone := func(shard int) {
+		if _, err := s.SealShard(ctx, shard); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	head := headCmd.Val()
+	type sealing struct {
+		shard int
+		full  bool
+		cmd   *redis.Cmd
+	}
+	var seals []sealing
+	pipe = s.rdb.Pipeline()
+	for i, shard := range shards {
+		read, err := reads[i].StringSlice()
+		if err != nil {
+			alone(shard) // NOSCRIPT after Redis restarted, say: Run loads it
+			continue
+		}
+		args, err := s.link(shard, read)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if args != nil {
+			seals = append(seals, sealing{shard, len(read)-2 >= sealBatch, sealGlobal.EvalSha(ctx, pipe, s.sealKeys(shard), args...)})
+		}
+	}
+	if len(seals) > 0 {
+		_, _ = pipe.Exec(ctx)
+	}
+	for _, sl := range seals {
+		if n, err := sl.cmd.Int(); err != nil || n == 0 || sl.full {
+			alone(sl.shard)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sealKeys are the keys of readPending and sealGlobal.
+func (s *Store) sealKeys(shard int) []string {
+	return []string{s.keys.auditShardPending(shard), s.keys.auditShard(shard), s.keys.auditShardHead(shard)}
+}
+
+// link computes the sealGlobal arguments for what readPending read of a
+// shard: nil when nothing is pending.
+func (s *Store) link(shard int, read []string) ([]any, error) {
+	if len(read) <= 2 {
+		return nil, nil
+	}
+	head, raw := read[0], read[2:]
 	prev := parseHead(head)
-	if err := s.sealsUnderThisKey(lastCmd.Val(), prev); err != nil {
-		return 0, false, fmt.Errorf("store: seal the audit of shard %d: %w", shard, err)
+	if err := s.sealsUnderThisKey(read[1], prev); err != nil {
+		return nil, fmt.Errorf("store: seal the audit of shard %d: %w", shard, err)
 	}
 	args := make([]any, 0, 2+len(raw))
 	args = append(args, head, "")
 	for _, r := range raw {
 		var e AuditEntry
 		if err := json.Unmarshal([]byte(r), &e); err != nil {
-			return 0, false, fmt.Errorf("store: seal the audit of shard %d: pending entry is not JSON: %w", shard, err)
+			return nil, fmt.Errorf("store: seal the audit of shard %d: pending entry is not JSON: %w", shard, err)
 		}
 		if e.Seq != prev.seq+1 {
 			// Never link over a gap: the chain would verify without the
 			// missing entry. Left for an operator (audit verify names it).
-			return 0, false, fmt.Errorf("store: seal the audit of shard %d: pending entry %d does not follow entry %d", shard, e.Seq, prev.seq)
+			return nil, fmt.Errorf("store: seal the audit of shard %d: pending entry %d does not follow entry %d", shard, e.Seq, prev.seq)
 		}
 		e.Prev = prev.hash
 		var encoded string
@@ -123,14 +193,7 @@ func (s *Store) sealOnce(ctx context.Context, shard int) (sealed int, more bool,
 		prev = chainHead{seq: e.Seq, hash: e.Hash}
 	}
 	args[1] = prev.String()
-	n, err := sealGlobal.Run(ctx, s.rdb, []string{pendingKey, s.keys.auditShard(shard), headKey}, args...).Int()
-	if err != nil {
-		return 0, false, fmt.Errorf("store: seal the audit of shard %d: %w", shard, err)
-	}
-	if n == 0 {
-		return 0, true, nil // another sealer moved the head: read again
-	}
-	return n, len(raw) == sealBatch, nil
+	return args, nil
 }
 
 // pendingSuffix ends a pending entry's JSON: not linked, not hashed.
@@ -169,13 +232,11 @@ func (s *Store) sealsUnderThisKey(raw string, head chainHead) error {
 
 // Seal seals every shard's pending global entries.
 func (s *Store) Seal(ctx context.Context) error {
-	var errs []error
-	for shard := range Shards {
-		if _, err := s.SealShard(ctx, shard); err != nil {
-			errs = append(errs, err)
-		}
+	all := make([]int, Shards)
+	for shard := range all {
+		all[shard] = shard
 	}
-	return errors.Join(errs...)
+	return s.sealShards(ctx, all)
 }
 
 // sealer is the state of RunSealer, woken by this process's writes.
@@ -219,13 +280,14 @@ func (s *Store) RunSealer(ctx context.Context, interval time.Duration, log *slog
 		case <-tick.C:
 			shards = 1<<Shards - 1
 		}
+		var dirty []int
 		for shard := range Shards {
-			if shards&(1<<uint(shard)) == 0 {
-				continue
+			if shards&(1<<uint(shard)) != 0 {
+				dirty = append(dirty, shard)
 			}
-			if _, err := s.SealShard(ctx, shard); err != nil && ctx.Err() == nil {
-				log.ErrorContext(ctx, "audit: sealing the shard's chain failed", "shard", shard, "err", err)
-			}
+		}
+		if err := s.sealShards(ctx, dirty); err != nil && ctx.Err() == nil {
+			log.ErrorContext(ctx, "audit: sealing the shards' chains failed", "err", err)
 		}
 	}
 }
