@@ -25,6 +25,14 @@ type Queue interface {
 	Bury(ctx context.Context, j store.Job, reason string) error
 }
 
+// NextClaimer is a Queue that also tells, with each claim, when the shard's
+// next job is due (zero when none is): the runner then sleeps until the
+// earliest of them instead of a whole poll interval. *store.Store
+// implements it.
+type NextClaimer interface {
+	ClaimNext(ctx context.Context, shard, max int, lease time.Duration) ([]store.Job, time.Time, error)
+}
+
 // Handler runs one kind of job. Handle returns nil when the job is done
 // (including when it found nothing left to do), a *RetryError to run it again
 // at a chosen time, or any other error for a retry with backoff. Once a job
@@ -49,7 +57,7 @@ type Options struct {
 	Handlers     map[string]Handler // by job kind
 	Concurrency  int                // jobs run at once; default 4
 	Lease        time.Duration      // how long a claim is exclusive; default 60s
-	PollInterval time.Duration      // idle poll period, jittered ±25%; default 250ms
+	PollInterval time.Duration      // longest idle sleep, jittered ±25%; default 250ms
 	MaxAttempts  int                // before dead-lettering; default 12
 	BaseBackoff  time.Duration      // first retry delay, doubling; default 1s
 	MaxBackoff   time.Duration      // default 5m
@@ -106,6 +114,9 @@ func (r *Runner) Wake() {
 }
 
 // Run drains the queue until ctx is cancelled, then waits for running jobs.
+// Idle, it sleeps until the earliest job it saw due (when the queue is a
+// NextClaimer), a Wake, or the poll interval, whichever comes first: the
+// interval still bounds how late it sees jobs another process added.
 func (r *Runner) Run(ctx context.Context) error {
 	r.log.InfoContext(ctx, "job runner started", "concurrency", r.opts.Concurrency, "lease", r.opts.Lease)
 	sem := make(chan struct{}, r.opts.Concurrency)
@@ -114,6 +125,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	start := rand.IntN(store.Shards) // processes start on different shards
 	for {
 		claimed := 0
+		var next time.Time // the earliest job due later, zero if unknown
 		for i := range store.Shards {
 			if ctx.Err() != nil {
 				return nil
@@ -124,7 +136,10 @@ func (r *Runner) Run(ctx context.Context) error {
 			// Only this loop fills sem, so the free slots counted stay free.
 			sem <- struct{}{}
 			free := 1 + cap(sem) - len(sem)
-			jobs, err := r.q.Claim(ctx, shard, free, r.opts.Lease)
+			jobs, due, err := r.claim(ctx, shard, free)
+			if !due.IsZero() && (next.IsZero() || due.Before(next)) {
+				next = due
+			}
 			if err != nil {
 				<-sem
 				if ctx.Err() == nil {
@@ -151,14 +166,38 @@ func (r *Runner) Run(ctx context.Context) error {
 		if claimed > 0 {
 			continue // more may be due; poll again at once
 		}
-		jitter := time.Duration(rand.Int64N(int64(r.opts.PollInterval)/2+1)) - r.opts.PollInterval/4
+		sleep := time.NewTimer(r.idle(next))
 		select {
 		case <-ctx.Done():
+			sleep.Stop()
 			return nil
 		case <-r.wake:
-		case <-time.After(r.opts.PollInterval + jitter):
+			sleep.Stop()
+		case <-sleep.C:
 		}
 	}
+}
+
+// claim leases up to max jobs of shard, and says when the shard's next job
+// is due when the queue can tell.
+func (r *Runner) claim(ctx context.Context, shard, max int) ([]store.Job, time.Time, error) {
+	if nc, ok := r.q.(NextClaimer); ok {
+		return nc.ClaimNext(ctx, shard, max, r.opts.Lease)
+	}
+	jobs, err := r.q.Claim(ctx, shard, max, r.opts.Lease)
+	return jobs, time.Time{}, err
+}
+
+// idle is how long the runner sleeps when it found nothing to run: until
+// next (at least 1ms, as due times count in whole ms in Redis), at most the
+// poll interval, jittered ±25% so processes do not poll in step.
+func (r *Runner) idle(next time.Time) time.Duration {
+	jitter := time.Duration(rand.Int64N(int64(r.opts.PollInterval)/2+1)) - r.opts.PollInterval/4
+	d := r.opts.PollInterval + jitter
+	if !next.IsZero() {
+		d = min(d, max(next.Sub(r.opts.Now()), time.Millisecond))
+	}
+	return d
 }
 
 // process runs one job and settles it. The job's context ends well before

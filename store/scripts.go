@@ -20,8 +20,11 @@ import "github.com/redis/go-redis/v9"
 //	ARGV[3] -> most jobs to claim
 //	ARGV[4] -> lease token of this claim
 //
-// Returns a flat list {job id, attempt, due ms, job id, ...}; attempt counts
-// from 1, and reclaims count as attempts; due is when the job was due.
+// Returns a flat list {job id, attempt, due ms, job id, ..., next}; attempt
+// counts from 1, and reclaims count as attempts; due is when the job was
+// due; next, the last element, is the earliest due time after now of the
+// jobs left (ms), or -1 when none is, so the runner can sleep until then.
+// The list's length is 3 per job plus one.
 var claimJobs = redis.NewScript(`
 local now = tonumber(ARGV[1])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, ARGV[3])
@@ -53,6 +56,8 @@ while claimed < want and skipped < 1000 do
     end
   end
 end
+local next = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+out[#out + 1] = next[2] or '-1'
 return out
 `)
 
