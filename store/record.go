@@ -365,7 +365,7 @@ func (s *Store) SetPermalink(ctx context.Context, id, link string) error {
 	if !s.homeJobs {
 		return s.set(ctx, id, "set permalink", "permalink", link)
 	}
-	_, err := s.Update(ctx, id, func(Record) (*Change, error) {
+	err := s.apply(ctx, id, func(Record) (*Change, error) {
 		return &Change{set: map[string]any{"permalink": link}, Quiet: true,
 			Jobs: []JobAt{{ID: jobID(JobHome, id), At: s.now()}}}, nil
 	})
@@ -406,7 +406,7 @@ func (s *Store) SetMentions(ctx context.Context, id string, mentions []string, m
 			users = append(users, strings.TrimSuffix(u, ">"))
 		}
 	}
-	_, err = s.Update(ctx, id, func(Record) (*Change, error) {
+	err = s.apply(ctx, id, func(Record) (*Change, error) {
 		return &Change{set: map[string]any{"mentions": string(raw)}, AddReviewers: users, Quiet: true}, nil
 	})
 	if err != nil && !errors.Is(err, ErrNotFound) {

@@ -75,6 +75,8 @@ type Store struct {
 	openCounts bool
 	// eventsRetention: see Options.EventsRetention.
 	eventsRetention time.Duration
+	// docs: parsed documents for LoadShared.
+	docs *docCache
 }
 
 // New returns a Store over rdb, which may be a standalone, Sentinel or
@@ -87,6 +89,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Store, error) {
 		rdb:     rdb,
 		keys:    keys{prefix: cmp.Or(opts.Prefix, DefaultPrefix)},
 		deadCap: cmp.Or(opts.DeadLetterCap, 1000),
+		docs:    newDocCache(docCacheSize),
 		now:     opts.Now,
 		hasher:  auditHasher{key: opts.AuditKey},
 

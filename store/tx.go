@@ -30,6 +30,18 @@ func JobID(kind, requestID string) string { return jobID(kind, requestID) }
 // again on the fresh state. decide may return (nil, nil) for "nothing to do";
 // its errors are returned as they are. Update returns the record as written.
 func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Change, error)) (Record, error) {
+	return s.update(ctx, id, decide, true)
+}
+
+// apply is Update for a caller that needs no record back: it saves the
+// round trip that reads the request again after the change (a post job
+// makes three such changes).
+func (s *Store) apply(ctx context.Context, id string, decide func(Record) (*Change, error)) error {
+	_, err := s.update(ctx, id, decide, false)
+	return err
+}
+
+func (s *Store) update(ctx context.Context, id string, decide func(Record) (*Change, error), reread bool) (Record, error) {
 	if !aah.ValidRequestID(id) {
 		return Record{}, ErrNotFound
 	}
@@ -121,6 +133,9 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 			}
 			if !quiet {
 				s.publishChange(ctx, id)
+			}
+			if !reread {
+				return Record{}, nil
 			}
 			return s.Get(ctx, id)
 		case errors.Is(err, errNoChange):
