@@ -128,7 +128,9 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 				p.HSet(ctx, reqKey, fields)
 				rec = decodeRecord(fields) // exactly what Get will read back
 				events := createEvents(n)
-				p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobPost, n.ID)})
+				// To the microsecond: the post job's first due time is the
+				// request's arrival, which orders its channel's queue (pace.go).
+				p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(now.UnixMicro()) / 1000, Member: jobID(JobPost, n.ID)})
 				if s.homeJobs {
 					p.ZAdd(ctx, s.keys.jobs(shard).due, redis.Z{Score: float64(ms), Member: jobID(JobHome, n.ID)})
 				}

@@ -125,32 +125,6 @@ redis.call('LTRIM', KEYS[4], 0, tonumber(ARGV[4]) - 1)
 return 1
 `)
 
-// takePaceSlot reserves the right to post to a channel now. While the key
-// exists nobody may post; its TTL says how long to wait.
-//
-//	KEYS[1] -> <p>:pace:<channel>
-//	ARGV[1] -> pacing interval, ms
-//
-// Returns 0 when the slot was taken, otherwise the ms to wait.
-var takePaceSlot = redis.NewScript(`
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl > 0 then return ttl end
-redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
-return 0
-`)
-
-// holdPace blocks a channel for at least ARGV[1] ms (after a 429), never
-// shortening an existing hold.
-//
-//	KEYS[1] -> <p>:pace:<channel>
-//	ARGV[1] -> hold, ms
-var holdPace = redis.NewScript(`
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then
-  redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
-end
-return 0
-`)
-
 // takeToken takes one token from an agent's intake bucket. The bucket is
 // kept in integer units so its refill is exact: one token is ARGV[2] units
 // (the period in ms), and ARGV[3] units flow in per ms (the count per
