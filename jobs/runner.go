@@ -76,6 +76,14 @@ type Runner struct {
 	opts Options
 	log  *slog.Logger
 	wake chan struct{}
+
+	// soonest is the earliest time a job this runner rescheduled is due,
+	// since its last round of claims (zero: none): the round's claims did
+	// not see it, so an idle runner would otherwise sleep past it. sooner
+	// signals that it moved earlier.
+	mu      sync.Mutex
+	soonest time.Time
+	sooner  chan struct{}
 }
 
 // NewRunner returns a Runner over q.
@@ -102,7 +110,7 @@ func NewRunner(q Queue, opts Options) (*Runner, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{q: q, opts: opts, log: log, wake: make(chan struct{}, 1)}, nil
+	return &Runner{q: q, opts: opts, log: log, wake: make(chan struct{}, 1), sooner: make(chan struct{}, 1)}, nil
 }
 
 // Wake makes an idle runner look for work now instead of at its next poll.
@@ -126,6 +134,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	for {
 		claimed := 0
 		var next time.Time // the earliest job due later, zero if unknown
+		r.mu.Lock()
+		r.soonest = time.Time{} // the claims below see what was rescheduled so far
+		r.mu.Unlock()
 		for i := range store.Shards {
 			if ctx.Err() != nil {
 				return nil
@@ -166,14 +177,52 @@ func (r *Runner) Run(ctx context.Context) error {
 		if claimed > 0 {
 			continue // more may be due; poll again at once
 		}
-		sleep := time.NewTimer(r.idle(next))
+		if !r.sleep(ctx, next) {
+			return nil
+		}
+	}
+}
+
+// sleep waits while the runner is idle: until next (or a job rescheduled
+// meanwhile to run sooner), a Wake, or the poll interval. It returns false
+// when ctx ended.
+func (r *Runner) sleep(ctx context.Context, next time.Time) bool {
+	for {
+		r.mu.Lock()
+		until := r.soonest
+		r.mu.Unlock()
+		if until.IsZero() || (!next.IsZero() && next.Before(until)) {
+			until = next
+		}
+		timer := time.NewTimer(r.idle(until))
 		select {
 		case <-ctx.Done():
-			sleep.Stop()
-			return nil
+			timer.Stop()
+			return false
 		case <-r.wake:
-			sleep.Stop()
-		case <-sleep.C:
+			timer.Stop()
+			return true
+		case <-timer.C:
+			return true
+		case <-r.sooner:
+			timer.Stop() // and sleep again, until the sooner time
+		}
+	}
+}
+
+// rescheduled notes that a job was rescheduled to at: an idle runner wakes
+// for it rather than at its next poll.
+func (r *Runner) rescheduled(at time.Time) {
+	r.mu.Lock()
+	earlier := r.soonest.IsZero() || at.Before(r.soonest)
+	if earlier {
+		r.soonest = at
+	}
+	r.mu.Unlock()
+	if earlier {
+		select {
+		case r.sooner <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -226,7 +275,10 @@ func (r *Runner) process(ctx context.Context, j store.Job) {
 	case errors.As(err, &retry) && (retry.Free || j.Attempt < r.opts.MaxAttempts):
 		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "rescheduled").Inc()
 		r.log.DebugContext(ctx, "job rescheduled", append(jobAttrs(j), "after", retry.After, "reason", retry.Reason)...)
-		r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, r.opts.Now().Add(retry.After), !retry.Free))
+		at := r.opts.Now().Add(retry.After)
+		if r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, at, !retry.Free)) {
+			r.rescheduled(at)
+		}
 	case j.Attempt >= r.opts.MaxAttempts:
 		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "dead").Inc()
 		r.log.ErrorContext(ctx, "job failed for the last time; dead-lettered", append(jobAttrs(j), "attempt", j.Attempt, "err", err)...)
@@ -237,7 +289,10 @@ func (r *Runner) process(ctx context.Context, j store.Job) {
 		delay := r.backoff(j.Attempt)
 		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "failed").Inc()
 		r.log.WarnContext(ctx, "job failed; will retry", append(jobAttrs(j), "attempt", j.Attempt, "retry_in", delay, "err", err)...)
-		r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, r.opts.Now().Add(delay), true))
+		at := r.opts.Now().Add(delay)
+		if r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, at, true)) {
+			r.rescheduled(at)
+		}
 	}
 }
 

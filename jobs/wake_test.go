@@ -120,3 +120,67 @@ func (q *dueQueue) Handle(context.Context, store.Job) error {
 	return nil
 }
 func (q *dueQueue) GaveUp(context.Context, store.Job, error) {}
+
+// A job the runner itself rescheduled runs when it is due, although the
+// claims of the runner's last round could not see it: it does not wait for
+// the next poll.
+func TestRunnerWakesForAJobItRescheduled(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		q := &retryQueue{due: t0, runs: make(chan time.Time, 2)}
+		r, err := jobs.NewRunner(q, jobs.Options{Handlers: map[string]jobs.Handler{"k": q}, PollInterval: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- r.Run(ctx) }()
+		first, second := <-q.runs, <-q.runs
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if !first.Equal(t0) || second.Sub(first) != 40*time.Millisecond {
+			t.Errorf("runs at +%v and +%v, want +0s and +40ms (when rescheduled to)", first.Sub(t0), second.Sub(t0))
+		}
+	})
+}
+
+// retryQueue holds one job of kind "k" that asks, on its first run, to run
+// again 40ms later. Its claims never tell when the next job is due.
+type retryQueue struct {
+	mu   sync.Mutex
+	due  time.Time // zero while the job is claimed or done
+	ran  int
+	runs chan time.Time
+}
+
+func (q *retryQueue) Claim(_ context.Context, _, _ int, _ time.Duration) ([]store.Job, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.due.IsZero() || time.Now().Before(q.due) {
+		return nil, nil
+	}
+	q.due = time.Time{}
+	return []store.Job{{ID: "k:r1", Kind: "k", RequestID: "r1", Attempt: 1}}, nil
+}
+func (q *retryQueue) Ack(context.Context, store.Job) error { return nil }
+func (q *retryQueue) Retry(_ context.Context, _ store.Job, at time.Time, _ bool) error {
+	q.mu.Lock()
+	q.due = at
+	q.mu.Unlock()
+	return nil
+}
+func (q *retryQueue) Bury(context.Context, store.Job, string) error { return nil }
+
+func (q *retryQueue) Handle(context.Context, store.Job) error {
+	q.runs <- time.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.ran++; q.ran == 1 {
+		return &jobs.RetryError{After: 40 * time.Millisecond, Free: true}
+	}
+	return nil
+}
+func (q *retryQueue) GaveUp(context.Context, store.Job, error) {}
