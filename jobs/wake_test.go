@@ -20,20 +20,11 @@ func TestRunnerWakesAtTheEarliestDueJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		q := &dueQueue{due: t0.Add(37 * time.Millisecond), ran: make(chan time.Time, 1)}
-		r, err := jobs.NewRunner(q, jobs.Options{Handlers: map[string]jobs.Handler{"k": q}, PollInterval: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- r.Run(ctx) }()
+		stop := start(t, q, time.Second)
 		if ran := <-q.ran; !ran.Equal(q.due) {
 			t.Errorf("the job ran %v after the start, want when it was due (%v)", ran.Sub(t0), q.due.Sub(t0))
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("Run: %v", err)
-		}
+		stop()
 		// Before the job was due the runner looked once (one claim per
 		// shard), then slept until it was due: no poll in between.
 		if n := q.claimsBefore(q.due); n != store.Shards {
@@ -50,18 +41,9 @@ func TestRunnerStillPollsWhenTheNextJobIsFar(t *testing.T) {
 		t0 := time.Now()
 		const poll = time.Second
 		q := &dueQueue{due: t0.Add(time.Hour), ran: make(chan time.Time, 1)}
-		r, err := jobs.NewRunner(q, jobs.Options{Handlers: map[string]jobs.Handler{"k": q}, PollInterval: poll})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- r.Run(ctx) }()
+		stop := start(t, q, poll)
 		time.Sleep(10 * poll)
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("Run: %v", err)
-		}
+		stop()
 		// In 10 poll intervals, at most 1.25 intervals between rounds.
 		if n := q.claimsBefore(t0.Add(10 * poll)); n < 8*store.Shards {
 			t.Errorf("%d claims in 10 poll intervals, want at least 8 rounds of %d", n, store.Shards)
@@ -129,18 +111,9 @@ func TestRunnerWakesForAJobItRescheduled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		q := &retryQueue{due: t0, runs: make(chan time.Time, 2)}
-		r, err := jobs.NewRunner(q, jobs.Options{Handlers: map[string]jobs.Handler{"k": q}, PollInterval: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- r.Run(ctx) }()
+		stop := start(t, q, time.Second)
 		first, second := <-q.runs, <-q.runs
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("Run: %v", err)
-		}
+		stop()
 		if !first.Equal(t0) || second.Sub(first) != 40*time.Millisecond {
 			t.Errorf("runs at +%v and +%v, want +0s and +40ms (when rescheduled to)", first.Sub(t0), second.Sub(t0))
 		}
@@ -184,3 +157,25 @@ func (q *retryQueue) Handle(context.Context, store.Job) error {
 	return nil
 }
 func (q *retryQueue) GaveUp(context.Context, store.Job, error) {}
+
+// start runs a runner over q, which handles its jobs of kind "k" too, and
+// returns a stop that ends it.
+func start(t *testing.T, q interface {
+	jobs.Queue
+	jobs.Handler
+}, poll time.Duration) (stop func()) {
+	t.Helper()
+	r, err := jobs.NewRunner(q, jobs.Options{Handlers: map[string]jobs.Handler{"k": q}, PollInterval: poll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+}
