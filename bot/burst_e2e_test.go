@@ -28,7 +28,7 @@ func TestBurstIntoOneChannelKeepsArrivalOrder(t *testing.T) {
 	for name, backend := range backends {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			const n, interval = 40, 30 * time.Millisecond
+			const n, interval = 40, 50 * time.Millisecond
 			rdb, prefix := backend(t)
 			emu := slackemu.New(slackemu.Options{EnforcePacing: true, PacingInterval: interval})
 			t.Cleanup(func() { _ = emu.Close() })
@@ -73,8 +73,11 @@ func TestBurstIntoOneChannelKeepsArrivalOrder(t *testing.T) {
 			}
 			// Each post takes its turn once (twice after a 429: it gives the
 			// turn back), and is told to wait a few times at most: once when
-			// it queues, again if a post ahead of it was late, and once more
-			// per 429 (the hold moves the whole queue on).
+			// it queues, again when the posts ahead of it left later than
+			// foreseen (the machine is slow) or, at the head, while the post
+			// holding the turn is still in its call; and once more per 429
+			// (the hold moves the whole queue on). Blind retries at every
+			// poll were tens per post.
 			taken, told := 0, 0
 			turns.mu.Lock()
 			for _, c := range turns.calls {
@@ -88,7 +91,7 @@ func TestBurstIntoOneChannelKeepsArrivalOrder(t *testing.T) {
 			if taken > n+refused {
 				t.Errorf("%d turns taken for %d posts and %d refusals", taken, n, refused)
 			}
-			if limit := (3 + refused) * n; told > limit {
+			if limit := (5 + refused) * n; told > limit {
 				t.Errorf("posts were told to wait %d times: more than %d (%d posts, %d refusals)", told, limit, n, refused)
 			}
 			t.Logf("%d posts, %d refused (429), %d turns taken, told to wait %d times", ok, refused, taken, told)

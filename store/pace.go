@@ -111,10 +111,16 @@ if rank == 0 and not busy and slot <= now + lead and ready <= now then
   redis.call('HSET', KEYS[1], 'p', id, 'pu', string.format('%.3f', at))
   return {1, math.ceil(at - now)}
 end
--- The holder's slot stands for the end of its call: its slot plus an
--- interval is the earliest the next one can go; a holder past that is
--- asked after again in half a lead (only the head asks that often).
-if busy then slot = math.max(slot, tonumber(st[4]) + iv, now + lead) end
+-- The holder's slot plus an interval is the earliest the next one can go
+-- (its call takes some time too). A holder late past that is asked after
+-- again in a lead, or as long as it is late already (up to four leads), so
+-- a slow call costs the head a few asks, not one per lead. Every post is told the earliest
+-- its turn can come: one told too early is told again, cheaply, while one
+-- told too late would leave the channel idle.
+if busy then
+  local due = tonumber(st[4]) + iv
+  slot = math.max(slot, due, now + 1.5 * lead + math.min(math.max(now - due, 0), 4 * lead))
+end
 local at = math.max(slot, now, ready) + rank * iv
 redis.call('HSET', KEYS[1], 'w:' .. id, string.format('%.3f', at))
 local back = at - lead / 2
@@ -128,7 +134,8 @@ return {0, math.max(math.ceil(back - now), 1)}
 // arrival, to come back after ARGV[5] ms (it sent nothing).
 //
 //	KEYS[1], KEYS[2] -> as takePostTurn's
-//	ARGV[1] -> now, Unix ms
+//	ARGV[1] -> now, Unix ms, with a fraction (the next slot is an interval
+//	           from it: truncated, it could come up to 1ms early)
 //	ARGV[2] -> request id
 //	ARGV[3] -> "1" to put the post back in the queue
 //	ARGV[4] -> arrival, Unix ms (when put back)
@@ -138,10 +145,12 @@ return {0, math.max(math.ceil(back - now), 1)}
 var endPostTurn = redis.NewScript(`
 local now = tonumber(ARGV[1])
 if redis.call('HGET', KEYS[1], 'p') == ARGV[2] then redis.call('HDEL', KEYS[1], 'p', 'pu') end
-if tonumber(redis.call('HGET', KEYS[1], 't') or '0') < now then redis.call('HSET', KEYS[1], 't', now) end
+if tonumber(redis.call('HGET', KEYS[1], 't') or '0') < now then
+  redis.call('HSET', KEYS[1], 't', string.format('%.3f', now))
+end
 if ARGV[3] == '1' then
   redis.call('ZADD', KEYS[2], 'NX', ARGV[4], ARGV[2])
-  redis.call('HSET', KEYS[1], 'w:' .. ARGV[2], now + tonumber(ARGV[5]))
+  redis.call('HSET', KEYS[1], 'w:' .. ARGV[2], string.format('%.3f', now + tonumber(ARGV[5])))
 end
 local ttl = math.max(redis.call('PTTL', KEYS[1]), tonumber(ARGV[5]) + 60000)
 redis.call('PEXPIRE', KEYS[1], ttl)
@@ -186,6 +195,7 @@ func (s *Store) paceKeys(channel string) []string {
 	return []string{s.keys.pace(channel), s.keys.paceQueue(channel)}
 }
 
+// arrivalMs is t in Unix ms with its microseconds as a fraction.
 func arrivalMs(t time.Time) string {
 	return strconv.FormatFloat(float64(t.UnixMicro())/1000, 'f', 3, 64)
 }
@@ -220,7 +230,7 @@ func (s *Store) TakePostTurn(ctx context.Context, t PostTurn, p Pacing) (Turn, e
 // EndPostTurn ends the turn a post took: its call to Slack has ended, or it
 // will make none. The channel's next post goes an interval later.
 func (s *Store) EndPostTurn(ctx context.Context, t PostTurn) error {
-	if err := endPostTurn.Run(ctx, s.rdb, s.paceKeys(t.Channel), s.nowMs(), t.ID, "0", "0", 0).Err(); err != nil {
+	if err := endPostTurn.Run(ctx, s.rdb, s.paceKeys(t.Channel), arrivalMs(s.now()), t.ID, "0", "0", 0).Err(); err != nil {
 		return fmt.Errorf("store: end the turn of %s in %s: %w", t.ID, t.Channel, err)
 	}
 	return nil
@@ -231,7 +241,7 @@ func (s *Store) EndPostTurn(ctx context.Context, t PostTurn) error {
 // its place by arrival, ahead of the posts that arrived after it; it is
 // expected back after back.
 func (s *Store) ReturnPostTurn(ctx context.Context, t PostTurn, back time.Duration) error {
-	err := endPostTurn.Run(ctx, s.rdb, s.paceKeys(t.Channel), s.nowMs(), t.ID, "1", arrivalMs(t.Arrival),
+	err := endPostTurn.Run(ctx, s.rdb, s.paceKeys(t.Channel), arrivalMs(s.now()), t.ID, "1", arrivalMs(t.Arrival),
 		max(back.Milliseconds(), 0)).Err()
 	if err != nil {
 		return fmt.Errorf("store: return the turn of %s in %s: %w", t.ID, t.Channel, err)
