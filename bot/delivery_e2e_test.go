@@ -78,12 +78,16 @@ func TestRateLimitWithoutRetryAfter(t *testing.T) {
 }
 
 // Posts to one channel are spaced by SLACK_POST_INTERVAL: every post goes
-// out in a pace slot of its own, taken after the previous one's interval.
+// out in a turn of its own, at its slot, at least the interval after the
+// previous post's slot.
 //
-// The spacing is measured where the bot makes it, at the slot in Redis, not
-// at the emulator: the time between taking a slot and the post reaching
-// Slack depends on the machine, so arrival times cannot show the pacing
-// without depending on its speed.
+// The spacing is bounded from where the bot makes it, the turns taken in
+// Redis, not measured between arrivals at the emulator: the time a post
+// takes to reach Slack depends on the machine. A post is given its turn
+// shortly before its slot and calls Slack no earlier than the slot, and the
+// slots are at least the interval apart: so the i-th post reaches Slack at
+// least (i-j) intervals after the j-th turn was asked for, a bound a slow
+// machine can only widen.
 func TestPostsArePacedPerChannel(t *testing.T) {
 	t.Parallel()
 	const interval = 300 * time.Millisecond
@@ -101,44 +105,32 @@ func TestPostsArePacedPerChannel(t *testing.T) {
 	posts := h.emu.CallsTo("chat.postMessage")
 	taken := slots.taken()
 	if len(posts) != 4 || len(taken) != 4 {
-		t.Fatalf("%d posts and %d pace slots taken, want one slot per post (4)", len(posts), len(taken))
+		t.Fatalf("%d posts and %d turns taken, want one turn per post (4)", len(posts), len(taken))
 	}
-	for k := range posts {
-		// Sorted, the k-th post cannot precede the k-th request for a slot.
-		if posts[k].At.Before(taken[k].before) {
-			t.Errorf("post %d reached Slack at %s, before its pace slot was asked for (%s)", k, posts[k].At, taken[k].before)
-		}
-	}
-	// Redis took each slot between its call's before and after, so two slots
-	// at least interval apart need calls spanning at least interval: a
-	// bound a slow machine can only widen.
-	for i := range taken {
-		for j := range i {
-			last := taken[i].after
-			if taken[j].after.After(last) {
-				last = taken[j].after
-			}
-			if span := last.Sub(taken[j].before); span < interval {
-				t.Errorf("pace slots %d and %d were taken at most %s apart, want at least %s", j, i, span, interval)
+	for i := range posts {
+		for j := range i + 1 {
+			if min := taken[j].before.Add(time.Duration(i-j) * interval); posts[i].At.Before(min) {
+				t.Errorf("post %d reached Slack at %s, before %s: %d intervals after turn %d was asked for",
+					i, posts[i].At.Format(time.StampMilli), min.Format(time.StampMilli), i-j, j)
 			}
 		}
 	}
 }
 
-// paceRecorder is a go-redis hook that records each pace-slot script the
-// bot runs (every call on a key under prefix) and what it answered: 0 when
-// the slot was taken. The test turns no 429s into channel holds, so every
-// such call is a TakePaceSlot.
+// paceRecorder is a go-redis hook that records each post turn the bot
+// asks for (store.TakePostTurn: a script call on a key under prefix that
+// answers {taken, ms}) and what it answered.
 type paceRecorder struct {
 	prefix string
 	mu     sync.Mutex
 	calls  []paceCall
 }
 
-// paceCall is one TakePaceSlot: Redis ran it between before and after.
+// paceCall is one TakePostTurn: Redis ran it between before and after.
 type paceCall struct {
 	before, after time.Time
-	wait          int64
+	taken         bool
+	wait          int64 // ms: until its slot when taken, else until it asks again
 }
 
 func (r *paceRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -149,7 +141,7 @@ func (r *paceRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 
 func (r *paceRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args() // EVALSHA sha 1 key interval
+		args := cmd.Args() // EVALSHA sha 2 key queue-key ...
 		key, _ := func() (string, bool) {
 			if len(args) < 4 {
 				return "", false
@@ -164,22 +156,23 @@ func (r *paceRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		err := next(ctx, cmd)
 		after := time.Now()
 		if c, ok := cmd.(*redis.Cmd); ok && err == nil {
-			wait, _ := c.Int64()
-			r.mu.Lock()
-			r.calls = append(r.calls, paceCall{before: before, after: after, wait: wait})
-			r.mu.Unlock()
+			if res, err := c.Int64Slice(); err == nil && len(res) == 2 {
+				r.mu.Lock()
+				r.calls = append(r.calls, paceCall{before: before, after: after, taken: res[0] == 1, wait: res[1]})
+				r.mu.Unlock()
+			}
 		}
 		return err
 	}
 }
 
-// taken lists the calls that took a slot, in the order they were made.
+// taken lists the calls that took a turn, in the order they were made.
 func (r *paceRecorder) taken() []paceCall {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []paceCall
 	for _, c := range r.calls {
-		if c.wait == 0 {
+		if c.taken {
 			out = append(out, c)
 		}
 	}

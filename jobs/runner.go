@@ -25,6 +25,14 @@ type Queue interface {
 	Bury(ctx context.Context, j store.Job, reason string) error
 }
 
+// NextClaimer is a Queue that also tells, with each claim, when the shard's
+// next job is due (zero when none is): the runner then sleeps until the
+// earliest of them instead of a whole poll interval. *store.Store
+// implements it.
+type NextClaimer interface {
+	ClaimNext(ctx context.Context, shard, max int, lease time.Duration) ([]store.Job, time.Time, error)
+}
+
 // Handler runs one kind of job. Handle returns nil when the job is done
 // (including when it found nothing left to do), a *RetryError to run it again
 // at a chosen time, or any other error for a retry with backoff. Once a job
@@ -49,7 +57,7 @@ type Options struct {
 	Handlers     map[string]Handler // by job kind
 	Concurrency  int                // jobs run at once; default 4
 	Lease        time.Duration      // how long a claim is exclusive; default 60s
-	PollInterval time.Duration      // idle poll period, jittered ±25%; default 250ms
+	PollInterval time.Duration      // longest idle sleep, jittered ±25%; default 250ms
 	MaxAttempts  int                // before dead-lettering; default 12
 	BaseBackoff  time.Duration      // first retry delay, doubling; default 1s
 	MaxBackoff   time.Duration      // default 5m
@@ -68,6 +76,14 @@ type Runner struct {
 	opts Options
 	log  *slog.Logger
 	wake chan struct{}
+
+	// soonest is the earliest time a job this runner rescheduled is due,
+	// since its last round of claims (zero: none): the round's claims did
+	// not see it, so an idle runner would otherwise sleep past it. sooner
+	// signals that it moved earlier.
+	mu      sync.Mutex
+	soonest time.Time
+	sooner  chan struct{}
 }
 
 // NewRunner returns a Runner over q.
@@ -94,7 +110,7 @@ func NewRunner(q Queue, opts Options) (*Runner, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{q: q, opts: opts, log: log, wake: make(chan struct{}, 1)}, nil
+	return &Runner{q: q, opts: opts, log: log, wake: make(chan struct{}, 1), sooner: make(chan struct{}, 1)}, nil
 }
 
 // Wake makes an idle runner look for work now instead of at its next poll.
@@ -106,6 +122,9 @@ func (r *Runner) Wake() {
 }
 
 // Run drains the queue until ctx is cancelled, then waits for running jobs.
+// Idle, it sleeps until the earliest job it saw due (when the queue is a
+// NextClaimer), a Wake, or the poll interval, whichever comes first: the
+// interval still bounds how late it sees jobs another process added.
 func (r *Runner) Run(ctx context.Context) error {
 	r.log.InfoContext(ctx, "job runner started", "concurrency", r.opts.Concurrency, "lease", r.opts.Lease)
 	sem := make(chan struct{}, r.opts.Concurrency)
@@ -114,6 +133,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	start := rand.IntN(store.Shards) // processes start on different shards
 	for {
 		claimed := 0
+		var next time.Time // the earliest job due later, zero if unknown
+		r.mu.Lock()
+		r.soonest = time.Time{} // the claims below see what was rescheduled so far
+		r.mu.Unlock()
 		for i := range store.Shards {
 			if ctx.Err() != nil {
 				return nil
@@ -124,7 +147,10 @@ func (r *Runner) Run(ctx context.Context) error {
 			// Only this loop fills sem, so the free slots counted stay free.
 			sem <- struct{}{}
 			free := 1 + cap(sem) - len(sem)
-			jobs, err := r.q.Claim(ctx, shard, free, r.opts.Lease)
+			jobs, due, err := r.claim(ctx, shard, free)
+			if !due.IsZero() && (next.IsZero() || due.Before(next)) {
+				next = due
+			}
 			if err != nil {
 				<-sem
 				if ctx.Err() == nil {
@@ -151,14 +177,76 @@ func (r *Runner) Run(ctx context.Context) error {
 		if claimed > 0 {
 			continue // more may be due; poll again at once
 		}
-		jitter := time.Duration(rand.Int64N(int64(r.opts.PollInterval)/2+1)) - r.opts.PollInterval/4
-		select {
-		case <-ctx.Done():
+		if !r.sleep(ctx, next) {
 			return nil
-		case <-r.wake:
-		case <-time.After(r.opts.PollInterval + jitter):
 		}
 	}
+}
+
+// sleep waits while the runner is idle: until next (or a job rescheduled
+// meanwhile to run sooner), a Wake, or the poll interval. It returns false
+// when ctx ended.
+func (r *Runner) sleep(ctx context.Context, next time.Time) bool {
+	for {
+		r.mu.Lock()
+		until := r.soonest
+		r.mu.Unlock()
+		if until.IsZero() || (!next.IsZero() && next.Before(until)) {
+			until = next
+		}
+		timer := time.NewTimer(r.idle(until))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return false
+		case <-r.wake:
+			timer.Stop()
+			return true
+		case <-timer.C:
+			return true
+		case <-r.sooner:
+			timer.Stop() // and sleep again, until the sooner time
+		}
+	}
+}
+
+// rescheduled notes that a job was rescheduled to at: an idle runner wakes
+// for it rather than at its next poll.
+func (r *Runner) rescheduled(at time.Time) {
+	r.mu.Lock()
+	earlier := r.soonest.IsZero() || at.Before(r.soonest)
+	if earlier {
+		r.soonest = at
+	}
+	r.mu.Unlock()
+	if earlier {
+		select {
+		case r.sooner <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// claim leases up to max jobs of shard, and says when the shard's next job
+// is due when the queue can tell.
+func (r *Runner) claim(ctx context.Context, shard, max int) ([]store.Job, time.Time, error) {
+	if nc, ok := r.q.(NextClaimer); ok {
+		return nc.ClaimNext(ctx, shard, max, r.opts.Lease)
+	}
+	jobs, err := r.q.Claim(ctx, shard, max, r.opts.Lease)
+	return jobs, time.Time{}, err
+}
+
+// idle is how long the runner sleeps when it found nothing to run: until
+// next (at least 1ms, as due times count in whole ms in Redis), at most the
+// poll interval, jittered ±25% so processes do not poll in step.
+func (r *Runner) idle(next time.Time) time.Duration {
+	jitter := time.Duration(rand.Int64N(int64(r.opts.PollInterval)/2+1)) - r.opts.PollInterval/4
+	d := r.opts.PollInterval + jitter
+	if !next.IsZero() {
+		d = min(d, max(next.Sub(r.opts.Now()), time.Millisecond))
+	}
+	return d
 }
 
 // process runs one job and settles it. The job's context ends well before
@@ -187,7 +275,10 @@ func (r *Runner) process(ctx context.Context, j store.Job) {
 	case errors.As(err, &retry) && (retry.Free || j.Attempt < r.opts.MaxAttempts):
 		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "rescheduled").Inc()
 		r.log.DebugContext(ctx, "job rescheduled", append(jobAttrs(j), "after", retry.After, "reason", retry.Reason)...)
-		r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, r.opts.Now().Add(retry.After), !retry.Free))
+		at := r.opts.Now().Add(retry.After)
+		if r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, at, !retry.Free)) {
+			r.rescheduled(at)
+		}
 	case j.Attempt >= r.opts.MaxAttempts:
 		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "dead").Inc()
 		r.log.ErrorContext(ctx, "job failed for the last time; dead-lettered", append(jobAttrs(j), "attempt", j.Attempt, "err", err)...)
@@ -198,7 +289,10 @@ func (r *Runner) process(ctx context.Context, j store.Job) {
 		delay := r.backoff(j.Attempt)
 		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "failed").Inc()
 		r.log.WarnContext(ctx, "job failed; will retry", append(jobAttrs(j), "attempt", j.Attempt, "retry_in", delay, "err", err)...)
-		r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, r.opts.Now().Add(delay), true))
+		at := r.opts.Now().Add(delay)
+		if r.settle(ctx, j, "retry", r.q.Retry(settleCtx, j, at, true)) {
+			r.rescheduled(at)
+		}
 	}
 }
 

@@ -39,10 +39,16 @@ func (s *postStore) Load(_ context.Context, id string) (store.Record, *aah.Reque
 	return rec, s.reqs[id], nil
 }
 
-func (s *postStore) TakePaceSlot(context.Context, string, time.Duration) (time.Duration, error) {
-	return 0, nil
+func (s *postStore) LoadShared(ctx context.Context, id string) (store.Record, *aah.Request, error) {
+	return s.Load(ctx, id)
 }
-func (s *postStore) SetMentions(context.Context, string, []string, ...string) error { return nil }
+func (s *postStore) TakePostTurn(context.Context, store.PostTurn, store.Pacing) (store.Turn, error) {
+	return store.Turn{Taken: true}, nil
+}
+func (s *postStore) EndPostTurn(context.Context, store.PostTurn) error                   { return nil }
+func (s *postStore) ReturnPostTurn(context.Context, store.PostTurn, time.Duration) error { return nil }
+func (s *postStore) LeavePostQueue(context.Context, store.PostTurn) error                { return nil }
+func (s *postStore) SetMentions(context.Context, string, []string, ...string) error      { return nil }
 func (s *postStore) BeginPost(context.Context, string) (store.Attempt, error) {
 	return store.Attempt{N: 1}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -17,8 +18,10 @@ import (
 
 // poster posts request messages and keeps them in sync with the request.
 type poster struct {
-	opts Options // defaulted by Handlers
-	log  *slog.Logger
+	opts       Options // defaulted by Handlers
+	log        *slog.Logger
+	pacing     store.Pacing
+	channelIDs sync.Map // channel name -> the id noted for it (noteChannelID)
 }
 
 type postJob struct{ p *poster }
@@ -26,7 +29,10 @@ type postJob struct{ p *poster }
 // Handle posts the request's message once. It finds nothing to do when the
 // message already exists or the request closed before it was posted (once
 // it has adopted any message an earlier attempt left in Slack unrecorded).
-func (h postJob) Handle(ctx context.Context, j store.Job) error {
+// Posts to a channel leave one at a time, in the order their requests
+// arrived (store.TakePostTurn): until its turn comes, the job is
+// rescheduled to the time it is told, as a free retry.
+func (h postJob) Handle(ctx context.Context, j store.Job) (err error) {
 	p := h.p
 	rec, req, err := p.load(ctx, j.RequestID)
 	if err != nil || req == nil {
@@ -36,25 +42,59 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
 		return nil
 	}
+	turn := store.PostTurn{Channel: rec.Channel, ID: rec.ID, Arrival: arrival(j, rec)}
 	if !rec.Status.Open() && grantRefs(rec, req) == nil {
 		// (A request a standing approval resolved as it arrived is
-		// posted: as a notice, renderMessage.)
+		// posted: as a notice, renderMessage.) It may have queued while
+		// open: it leaves, not to hold up the posts behind it.
+		if err := p.opts.Store.LeavePostQueue(ctx, turn); err != nil {
+			p.log.WarnContext(ctx, "could not leave the channel's queue", "request_id", rec.ID, "err", err)
+		}
 		return p.closedBeforeRecorded(ctx, rec)
 	}
-	wait, err := p.opts.Store.TakePaceSlot(ctx, rec.Channel, p.opts.PostInterval)
+	slot, err := p.takeTurn(ctx, turn)
 	if err != nil {
 		return err
 	}
-	if wait > 0 {
-		p.opts.Metrics.posts.WithLabelValues("paced").Inc()
-		return &jobs.RetryError{After: wait, Free: true, Reason: "pacing posts to " + rec.Channel}
-	}
+	// The turn ends as soon as the call to Slack has (the next post's
+	// slot counts from then), or when this run ends without one. An
+	// attempt that certainly sent nothing stops counting (so that a retry
+	// after a 429 neither looks for a message nor schedules a sweep) and,
+	// failing, gives its turn back: it goes before the posts that arrived
+	// after it, after any hold a 429 put on the channel.
+	mayHaveSent, begun, turnEnded := false, false, false
+	defer func() {
+		bg := context.WithoutCancel(ctx)
+		if begun && !mayHaveSent {
+			if err := p.opts.Store.AbandonPost(bg, rec.ID); err != nil {
+				p.log.WarnContext(ctx, "could not uncount an attempt that sent nothing", "request_id", rec.ID, "err", err)
+			}
+		}
+		if turnEnded {
+			return
+		}
+		if err == nil || mayHaveSent {
+			p.endTurn(bg, turn)
+			return
+		}
+		var retry *jobs.RetryError
+		back := time.Duration(0)
+		if errors.As(err, &retry) {
+			back = retry.After
+		}
+		if rerr := p.opts.Store.ReturnPostTurn(bg, turn, back); rerr != nil {
+			p.log.WarnContext(ctx, "could not give the turn back; the post queues again by its arrival", "request_id", rec.ID, "err", rerr)
+		}
+	}()
 	mentions, err := p.mentions(ctx, req.Slack.Reviewers)
 	if err != nil {
 		return p.slackFailure(ctx, rec, "users.lookupByEmail", err)
 	}
-	if err := p.opts.Store.SetMentions(ctx, rec.ID, mentions, p.members(ctx, req)...); err != nil {
-		return err
+	// Nobody to mention or file the request under: no transaction.
+	if members := p.members(ctx, req); len(mentions) > 0 || len(members) > 0 {
+		if err := p.opts.Store.SetMentions(ctx, rec.ID, mentions, members...); err != nil {
+			return err
+		}
 	}
 	rec.Mentions = mentions
 	att, err := p.opts.Store.BeginPost(ctx, rec.ID)
@@ -67,16 +107,7 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()
 		return nil
 	}
-	// An attempt that certainly sent nothing stops counting, so that a
-	// retry after a 429 neither looks for a message nor schedules a sweep.
-	mayHaveSent := false
-	defer func() {
-		if !mayHaveSent {
-			if err := p.opts.Store.AbandonPost(context.WithoutCancel(ctx), rec.ID); err != nil {
-				p.log.WarnContext(ctx, "could not uncount an attempt that sent nothing", "request_id", rec.ID, "err", err)
-			}
-		}
-	}()
+	begun = true
 	if att.N > 1 {
 		// An earlier attempt may have reached Slack without recording
 		// its message (its worker died, or its call outlived the lease):
@@ -92,6 +123,9 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 		}
 	}
 	msg := renderMessage(ctx, p.opts.Store, p.log, rec, req, p.opts.Defaults, p.opts.GrantMax)
+	if err := sleepUntil(ctx, p.opts.Now, slot); err != nil {
+		return err
+	}
 	mayHaveSent = true
 	channel, ts, err := p.opts.Slack.PostMessageContext(ctx, rec.Channel,
 		slack.MsgOptionText(msg.Text, false),
@@ -101,11 +135,9 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 		mayHaveSent = !refusedOutright(err)
 		return p.slackFailure(ctx, rec, "chat.postMessage", err)
 	}
-	if channel != rec.Channel {
-		if err := p.opts.Store.NoteChannelID(context.WithoutCancel(ctx), rec.Channel, channel); err != nil {
-			p.log.WarnContext(ctx, "could not note the channel's id", "channel", rec.Channel, "err", err)
-		}
-	}
+	p.endTurn(context.WithoutCancel(ctx), turn)
+	turnEnded = true
+	p.noteChannelID(ctx, rec.Channel, channel)
 	// Record the message before anything else can fail. Should this
 	// process die first, the next attempt finds the message by its
 	// metadata; should another attempt have recorded its own meanwhile,
@@ -122,7 +154,9 @@ func (h postJob) Handle(ctx context.Context, j store.Job) error {
 		return err
 	}
 	p.opts.Metrics.posts.WithLabelValues("posted").Inc()
-	p.log.InfoContext(ctx, "request posted to Slack", "request_id", rec.ID, "channel", channel, "ts", ts)
+	// Debug: one line per post would cost more than the post's own
+	// bookkeeping under load; the posts metric counts them.
+	p.log.DebugContext(ctx, "request posted to Slack", "request_id", rec.ID, "channel", channel, "ts", ts)
 	return p.permalink(ctx, rec.ID, channel, ts)
 }
 
@@ -216,18 +250,26 @@ func (p *poster) adopt(ctx context.Context, rec store.Record, ts string) error {
 	return p.permalink(ctx, rec.ID, channel, ts)
 }
 
-// GaveUp records that the message will never be posted, so GET shows why.
+// GaveUp records that the message will never be posted, so GET shows why,
+// and takes the post out of its channel's queue.
 func (h postJob) GaveUp(ctx context.Context, j store.Job, cause error) {
 	h.p.opts.Metrics.posts.WithLabelValues("failed").Inc()
+	if rec, err := h.p.opts.Store.Get(ctx, j.RequestID); err == nil {
+		if err := h.p.opts.Store.LeavePostQueue(ctx, store.PostTurn{Channel: rec.Channel, ID: rec.ID}); err != nil {
+			h.p.log.WarnContext(ctx, "could not leave the channel's queue", "request_id", j.RequestID, "err", err)
+		}
+	}
 	if err := h.p.opts.Store.RecordPostError(ctx, j.RequestID, "gave up after "+fmt.Sprint(j.Attempt)+" attempts: "+cause.Error(), true); err != nil {
 		h.p.log.ErrorContext(ctx, "could not record the post failure", "request_id", j.RequestID, "err", err)
 	}
 }
 
-// load reads a request and parses its stored document. A nil request with a
+// load reads a request and its parsed document (parsed once per version
+// and process: a post waiting for its turn comes back, and the sync
+// follows it). A nil request with a
 // nil error means there is nothing to do (the request is gone).
 func (p *poster) load(ctx context.Context, id string) (store.Record, *aah.Request, error) {
-	rec, req, err := p.opts.Store.Load(ctx, id)
+	rec, req, err := p.opts.Store.LoadShared(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		p.log.WarnContext(ctx, "job for a request that no longer exists", "request_id", id)

@@ -30,10 +30,13 @@ type SlackAPI interface {
 type Store interface {
 	// Load reads a request with its parsed document (store.Store.Load).
 	Load(ctx context.Context, id string) (store.Record, *aah.Request, error)
+	// LoadShared is Load with the parsed document shared, read-only,
+	// among the readers of one version (store.Store.LoadShared).
+	LoadShared(ctx context.Context, id string) (store.Record, *aah.Request, error)
 	Get(ctx context.Context, id string) (store.Record, error)
 
 	// The request's own message: exactly once (store/sideeffects.go),
-	// paced per channel (store/pace.go), and kept in sync.
+	// paced per channel in arrival order (store/pace.go), and kept in sync.
 	BeginPost(ctx context.Context, id string) (store.Attempt, error)
 	AbandonPost(ctx context.Context, id string) error
 	RecordPost(ctx context.Context, id, channel, ts string, renderedVersion int64, sweepAt time.Time) error
@@ -43,7 +46,10 @@ type Store interface {
 	SetPermalink(ctx context.Context, id, link string) error
 	SetMentions(ctx context.Context, id string, mentions []string, members ...string) error
 	RecordPostError(ctx context.Context, id, code string, permanent bool) error
-	TakePaceSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error)
+	TakePostTurn(ctx context.Context, t store.PostTurn, p store.Pacing) (store.Turn, error)
+	EndPostTurn(ctx context.Context, t store.PostTurn) error
+	ReturnPostTurn(ctx context.Context, t store.PostTurn, back time.Duration) error
+	LeavePostQueue(ctx context.Context, t store.PostTurn) error
 	HoldChannel(ctx context.Context, channel string, d time.Duration) error
 
 	// Reminder, escalation and requester copies, each exactly once.
@@ -128,7 +134,7 @@ func Handlers(opts Options) (map[string]jobs.Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &poster{opts: opts, log: log.With("component", "poster")}
+	p := &poster{opts: opts, log: log.With("component", "poster"), pacing: postPacing(opts.PostInterval)}
 	timers := timerDeps{store: opts.Store, core: opts.Core, dir: opts.Directory, slack: opts.Slack, now: opts.Now,
 		rateLimitHold: opts.RateLimitHold, defaults: opts.Defaults, grantMax: opts.GrantMax, lease: opts.Lease, metrics: opts.Metrics}
 	out := map[string]jobs.Handler{

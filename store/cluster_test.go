@@ -215,7 +215,7 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 		txs := h.txs
 		h.mu.Unlock()
 		t.Logf("checked %d script calls of %d distinct scripts and %d transactions", total, len(calls), txs)
-		// claimJobs, ackJob, retryJob, buryJob, takePaceSlot, holdPace, setFields,
+		// claimJobs, ackJob, retryJob, buryJob, takePostTurn, holdPace, setFields,
 		// reserveOpen, settleOpen, seedOpen, and retention's scheduleOnce,
 		// deleteRetained, trimChain, markExported, setFence.
 		if len(calls) < 15 {
@@ -232,7 +232,7 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 	})
 	t.Run("pace", func(t *testing.T) {
 		t.Parallel()
-		testPace(t, b)
+		testPostTurns(t, b)
 	})
 	t.Run("opencap", func(t *testing.T) {
 		t.Parallel()

@@ -140,7 +140,9 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 		timerIDs[i] = tm.ID
 		jobs = append(jobs, redis.Z{Score: float64(tm.At.UnixMilli()), Member: tm.ID})
 	}
-	jobs = append(jobs, redis.Z{Score: float64(ms), Member: jobID(JobPost, n.ID)})
+	// The post's first due time to the microsecond: it is the request's
+	// arrival, which orders its channel's queue (pace.go).
+	jobs = append(jobs, redis.Z{Score: float64(now.UnixMicro()) / 1000, Member: jobID(JobPost, n.ID)})
 	if s.homeJobs {
 		jobs = append(jobs, redis.Z{Score: float64(ms), Member: jobID(JobHome, n.ID)})
 	}

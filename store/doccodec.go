@@ -58,7 +58,7 @@ func encodeDoc(doc []byte) string {
 		return string(doc) // as sent: never larger than the document
 	}
 	stored := buf.String()
-	docs.put(stored, doc) // Create decodes its record at once, the post job soon after
+	inflated.put(stored, doc) // Create decodes its record at once, the post job soon after
 	return stored
 }
 
@@ -67,12 +67,12 @@ func decodeDoc(v string) ([]byte, error) {
 	if v == "" || v[0] != docDeflated {
 		return []byte(v), nil
 	}
-	if doc, ok := docs.get(v); ok {
+	if doc, ok := inflated.get(v); ok {
 		return doc, nil
 	}
 	doc, err := inflateDoc(v)
 	if err == nil {
-		docs.put(v, doc)
+		inflated.put(v, doc)
 	}
 	return doc, err
 }
@@ -96,29 +96,29 @@ func inflateDoc(v string) ([]byte, error) {
 // each time against ~0.2 µs for a hit. A document never changes once
 // stored, and the key is the stored bytes themselves, so an entry cannot
 // go stale.
-var docs = docCache{m: map[string][]byte{}}
+var inflated = inflatedCache{m: map[string][]byte{}}
 
-// docCacheSize bounds the cache: ~2 KB per entry for seed 000's example.
-const docCacheSize = 1024
+// inflatedCacheSize bounds the cache: ~2 KB per entry for seed 000's example.
+const inflatedCacheSize = 1024
 
-type docCache struct {
+type inflatedCache struct {
 	mu sync.Mutex
 	m  map[string][]byte
 }
 
 // get returns a copy: a Record's Document is the caller's own.
-func (c *docCache) get(stored string) ([]byte, bool) {
+func (c *inflatedCache) get(stored string) ([]byte, bool) {
 	c.mu.Lock()
 	doc, ok := c.m[stored]
 	c.mu.Unlock()
 	return bytes.Clone(doc), ok
 }
 
-func (c *docCache) put(stored string, doc []byte) {
+func (c *inflatedCache) put(stored string, doc []byte) {
 	doc = bytes.Clone(doc)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[stored]; !ok && len(c.m) >= docCacheSize {
+	if _, ok := c.m[stored]; !ok && len(c.m) >= inflatedCacheSize {
 		for k := range c.m { // an arbitrary entry: Go's map order
 			delete(c.m, k)
 			break

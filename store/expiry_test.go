@@ -62,33 +62,32 @@ func TestKeysExpireAfterTheirTTL(t *testing.T) {
 			ctx := testCtx(t)
 			const ttl = 200 * time.Millisecond
 
-			slotFree := func(channel string) func() bool {
+			// Pacing: a post's turn blocks the channel for the interval after
+			// it ends, a hold until the hold ends; then the channel is free.
+			pacing := store.Pacing{Interval: ttl, Grace: time.Minute}
+			slotFree := func(channel, id string) func() bool {
 				return func() bool {
-					w, err := b.s.TakePaceSlot(ctx, channel, ttl)
+					pt := store.PostTurn{Channel: channel, ID: id}
+					tr, err := b.s.TakePostTurn(ctx, pt, pacing)
 					if err != nil {
-						t.Fatalf("TakePaceSlot(%s): %v", channel, err)
+						t.Fatalf("TakePostTurn(%s): %v", channel, err)
 					}
-					return w == 0
+					if tr.Taken {
+						if err := b.s.EndPostTurn(ctx, pt); err != nil {
+							t.Fatal(err)
+						}
+					}
+					return tr.Taken && tr.Wait == 0
 				}
 			}
-			// Pacing: a slot blocks the channel for the interval, then frees it.
-			if !slotFree("C1")() {
-				t.Fatal("first TakePaceSlot(C1) had to wait")
+			if !slotFree("C1", "a")() {
+				t.Fatal("first TakePostTurn(C1) had to wait")
 			}
-			if b.exact {
-				b.pass(t, ttl-time.Millisecond, "1ms before the interval ends, C1 waits exactly 1ms", func() bool {
-					w, err := b.s.TakePaceSlot(ctx, "C1", ttl)
-					return err == nil && w == time.Millisecond
-				})
-				b.pass(t, time.Millisecond, "at the end of the interval C1 is free", slotFree("C1"))
-			} else {
-				b.pass(t, ttl, "after the interval C1 is free", slotFree("C1"))
-			}
-			// A hold (Slack's 429) blocks a channel, then frees it.
+			b.pass(t, ttl, "after the interval C1 is free", slotFree("C1", "b"))
 			if err := b.s.HoldChannel(ctx, "C2", ttl); err != nil {
 				t.Fatal(err)
 			}
-			b.pass(t, ttl, "after the hold C2 is free", slotFree("C2"))
+			b.pass(t, ttl, "after the hold C2 is free", slotFree("C2", "c"))
 
 			// Event de-duplication: a retry within the TTL is dropped, the same
 			// id after it is new again.

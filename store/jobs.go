@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -41,23 +42,43 @@ type DeadJob struct {
 // Claim leases up to max due jobs of one shard for lease. Expired leases of
 // crashed workers are reclaimed first.
 func (s *Store) Claim(ctx context.Context, shard, max int, lease time.Duration) ([]Job, error) {
+	jobs, _, err := s.ClaimNext(ctx, shard, max, lease)
+	return jobs, err
+}
+
+// ClaimNext is Claim that also returns when the shard's next job is due
+// after now (zero when none is), in the same round trip: a runner sleeps
+// until then instead of polling.
+func (s *Store) ClaimNext(ctx context.Context, shard, max int, lease time.Duration) ([]Job, time.Time, error) {
 	k := s.keys.jobs(shard)
 	token := uuid.NewString()
 	res, err := claimJobs.Run(ctx, s.rdb, []string{k.due, k.inflight, k.lease, k.attempts},
 		s.nowMs(), lease.Milliseconds(), max, token).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("store: claim jobs of shard %d: %w", shard, err)
+		return nil, time.Time{}, fmt.Errorf("store: claim jobs of shard %d: %w", shard, err)
 	}
 	jobs := make([]Job, 0, len(res)/3)
 	for i := 0; i+2 < len(res); i += 3 {
 		id, _ := res[i].(string)
 		attempt, _ := res[i+1].(int64)
-		dueMs, _ := strconv.ParseFloat(fmt.Sprint(res[i+2]), 64)
 		kind, reqID, _ := strings.Cut(id, ":")
 		jobs = append(jobs, Job{ID: id, Kind: kind, RequestID: reqID, Attempt: int(attempt), Shard: shard,
-			Due: time.UnixMilli(int64(dueMs)), token: token})
+			Due: fromScore(res[i+2]), token: token})
 	}
-	return jobs, nil
+	var next time.Time
+	if len(res)%3 == 1 {
+		if ms, _ := strconv.ParseFloat(fmt.Sprint(res[len(res)-1]), 64); ms > 0 {
+			next = fromScore(res[len(res)-1])
+		}
+	}
+	return jobs, next, nil
+}
+
+// fromScore reads a due score (Unix ms, possibly with a fraction: intake
+// schedules a post to the microsecond, which orders its channel's queue).
+func fromScore(v any) time.Time {
+	ms, _ := strconv.ParseFloat(fmt.Sprint(v), 64)
+	return time.UnixMicro(int64(math.Round(ms * 1000)))
 }
 
 // Ack completes a job.

@@ -70,7 +70,13 @@ const Shards = 16
 //	                                           revoke_audited; PEXPIREAT its expiry (Redis's TIME + the duration)
 //	<p>:{grants}:live                  zset    live grants of every agent, score = expiry ms
 //	<p>:{grants}:agent:<agent>         zset    the agent's live grants, score = expiry ms
-//	<p>:pace:<channel>                 string  exists while a channel may not be posted to
+//	<p>:pace:{<channel>}               hash    a channel's posting pace (pace.go): t = when the last post's call to
+//	                                           Slack ended (ms), h = held until (ms, a 429), p = the request whose
+//	                                           post holds the turn, pu = its slot (ms), w:<request id> = the earliest
+//	                                           that waiting post's turn can come (ms); its own hash tag, one slot
+//	                                           per channel
+//	<p>:pace:{<channel>}:q             zset    the channel's waiting posts, FIFO: request id -> arrival (ms, with
+//	                                           a fraction: intake's microseconds)
 //	<p>:rate:{<agent>}                 hash    the agent's intake token bucket (INTAKE_RATE): level and when, in
 //	                                           takeToken's units (limits.go); its own hash tag, one slot per agent
 //	<p>:open:{<agent>}                 zset    the agent's open requests counted against INTAKE_MAX_OPEN (opencap.go):
@@ -169,7 +175,12 @@ func (k keys) jobs(shard int) jobKeys {
 	}
 }
 
-func (k keys) pace(channel string) string { return k.prefix + ":pace:" + channel }
+// pace and paceQueue are a channel's posting state and FIFO of waiting
+// posts, tagged by the channel so one script sees both; a channel's posts
+// come from every request shard, so they cannot live in one.
+func (k keys) pace(channel string) string { return k.prefix + ":pace:{" + channel + "}" }
+
+func (k keys) paceQueue(channel string) string { return k.pace(channel) + ":q" }
 
 // rate is an agent's intake token bucket. It is outside the request
 // shards (one agent's requests span them all) and tagged by the agent, so

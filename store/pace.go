@@ -4,34 +4,264 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // Pacing of Slack calls across every bot process: posts to one channel are
-// spaced (Slack allows about one message per second per channel), and a 429
-// holds a channel, or a method whose limit counts per app, for every process
-// until its Retry-After has passed. The state is in Redis, not in each
-// process, because Slack's limits count the app, whichever process calls.
-// The channel scripts (takePaceSlot, holdPace) are with the rest in
-// scripts.go.
+// spaced (Slack allows about one message per second per channel) and leave
+// in the order their requests arrived, and a 429 holds a channel, or a
+// method whose limit counts per app, for every process until its
+// Retry-After has passed. The state is in Redis, not in each process,
+// because Slack's limits count the app, whichever process calls.
+//
+// A channel's waiting posts form a FIFO (a zset scored by arrival). A post
+// job asks for its turn (TakePostTurn): the head of the queue takes it when
+// the channel's next slot is at most a lead away; anyone else is told when
+// its turn will come (the next slot plus one interval per post ahead of it),
+// and its job is rescheduled to exactly then, as a free retry. So a burst
+// costs one or two runs per post instead of a retry per post per poll, and
+// no worker, in whichever process, can overtake an earlier arrival: the
+// order is the queue's, not the order jobs happen to be claimed in.
+//
+// One post holds the turn at a time, until its call to Slack has ended
+// (EndPostTurn): the next slot is an interval after that end, so two posts
+// reach Slack at least the interval apart however long each call or the
+// steps before it took. A holder that never ends its turn (its process
+// died) stops holding it after Pacing.Grace: it wastes that time, it does
+// not wedge the channel.
 
-// TakePaceSlot reserves the right to post to channel now, spacing posts to a
-// channel by interval across every bot process. It returns 0 when the caller
-// may post, otherwise how long to wait.
-func (s *Store) TakePaceSlot(ctx context.Context, channel string, interval time.Duration) (time.Duration, error) {
-	ms, err := takePaceSlot.Run(ctx, s.rdb, []string{s.keys.pace(channel)}, max(interval.Milliseconds(), 1)).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("store: take pace slot of %s: %w", channel, err)
+// PostTurn names a post waiting for its turn in its channel.
+type PostTurn struct {
+	Channel string
+	ID      string // the request's id
+	// Arrival orders the queue: when the request was accepted. Intake
+	// schedules the post job at that moment to the microsecond, so two
+	// requests accepted in one millisecond keep their order.
+	Arrival time.Time
+}
+
+// Pacing says how a channel's posts are spaced.
+type Pacing struct {
+	// Interval is the least time between the end of one post's call to
+	// Slack and the start of the next one's.
+	Interval time.Duration
+	// Settle is how long a post that finds the channel idle waits after
+	// its arrival before it goes: long enough for an earlier arrival,
+	// claimed by another worker or process, to have queued first.
+	Settle time.Duration
+	// Lead is how early a post is given its turn, so that its last steps
+	// (recording mentions, counting the attempt, rendering) happen before
+	// its slot and its call to Slack leaves at the slot itself. Posts
+	// waiting are told to come back about this much before their slots.
+	Lead time.Duration
+	// Grace is how long past the time it was told to come back a post may
+	// stay away before it stops holding up the posts behind it (its job
+	// was cancelled, dead-lettered or lost with its worker), and how long
+	// a turn is held at most. Should the post come back later it queues
+	// again in its place by arrival.
+	Grace time.Duration
+}
+
+// takePostTurn queues a post in its channel's FIFO (if not queued) and
+// gives it its turn when it is at the head, no other post holds the turn,
+// the channel's next slot is at most a lead away, and the head has settled.
+//
+//	KEYS[1] -> <p>:pace:{<channel>}     hash: t, h, p, pu, w:<id> (keys.go)
+//	KEYS[2] -> <p>:pace:{<channel>}:q   zset: id -> arrival ms
+//	ARGV[1] -> now, Unix ms
+//	ARGV[2] -> interval, ms
+//	ARGV[3] -> request id
+//	ARGV[4] -> arrival, Unix ms (with a fraction)
+//	ARGV[5] -> settle, ms
+//	ARGV[6] -> grace, ms
+//	ARGV[7] -> lead, ms
+//
+// Returns {1, ms until its slot} when the post has its turn (it left the
+// queue and holds the turn until EndPostTurn), otherwise {0, ms until it
+// should ask again}.
+var takePostTurn = redis.NewScript(`
+local now, iv, settle, grace, lead = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local id = ARGV[3]
+redis.call('ZADD', KEYS[2], 'NX', ARGV[4], id)
+local head
+for _ = 1, 100 do
+  head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  if head[1] == id then break end
+  local back = tonumber(redis.call('HGET', KEYS[1], 'w:' .. head[1]) or head[2])
+  if back + grace > now then break end
+  redis.call('ZREM', KEYS[2], head[1])
+  redis.call('HDEL', KEYS[1], 'w:' .. head[1])
+end
+local st = redis.call('HMGET', KEYS[1], 't', 'h', 'p', 'pu')
+local slot = math.max(tonumber(st[1] or '0') + iv, tonumber(st[2] or '0'))
+local busy = st[3] and tonumber(st[4]) + grace > now
+if st[3] and not busy then redis.call('HDEL', KEYS[1], 'p', 'pu') end
+local ready = tonumber(head[2]) + settle
+local rank = redis.call('ZRANK', KEYS[2], id)
+local ttl = math.ceil(math.max(slot - now, 0) + (redis.call('ZCARD', KEYS[2]) + 1) * iv + 2 * grace + 60000)
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
+if rank == 0 and not busy and slot <= now + lead and ready <= now then
+  local at = math.max(slot, now)
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('HDEL', KEYS[1], 'w:' .. id)
+  redis.call('HSET', KEYS[1], 'p', id, 'pu', string.format('%.3f', at))
+  return {1, math.ceil(at - now)}
+end
+-- The holder's slot plus an interval is the earliest the next one can go
+-- (its call takes some time too). A holder late past that is asked after
+-- again in a lead, or as long as it is late already (up to four leads), so
+-- a slow call costs the head a few asks, not one per lead. Every post is told the earliest
+-- its turn can come: one told too early is told again, cheaply, while one
+-- told too late would leave the channel idle.
+if busy then
+  local due = tonumber(st[4]) + iv
+  slot = math.max(slot, due, now + 1.5 * lead + math.min(math.max(now - due, 0), 4 * lead))
+end
+local at = math.max(slot, now, ready) + rank * iv
+redis.call('HSET', KEYS[1], 'w:' .. id, string.format('%.3f', at))
+local back = at - lead / 2
+if rank == 0 and not busy and slot <= now + lead then back = ready end
+return {0, math.max(math.ceil(back - now), 1)}
+`)
+
+// endPostTurn ends the turn of the post that holds it: its call to Slack
+// has ended (or it will not call), and the channel's next slot is an
+// interval from now. Optionally it puts the post back in its place by
+// arrival, to come back after ARGV[5] ms (it sent nothing).
+//
+//	KEYS[1], KEYS[2] -> as takePostTurn's
+//	ARGV[1] -> now, Unix ms, with a fraction (the next slot is an interval
+//	           from it: truncated, it could come up to 1ms early)
+//	ARGV[2] -> request id
+//	ARGV[3] -> "1" to put the post back in the queue
+//	ARGV[4] -> arrival, Unix ms (when put back)
+//	ARGV[5] -> ms until it comes back (when put back)
+//
+// Returns -1 (never a turn's answer).
+var endPostTurn = redis.NewScript(`
+local now = tonumber(ARGV[1])
+if redis.call('HGET', KEYS[1], 'p') == ARGV[2] then redis.call('HDEL', KEYS[1], 'p', 'pu') end
+if tonumber(redis.call('HGET', KEYS[1], 't') or '0') < now then
+  redis.call('HSET', KEYS[1], 't', string.format('%.3f', now))
+end
+if ARGV[3] == '1' then
+  redis.call('ZADD', KEYS[2], 'NX', ARGV[4], ARGV[2])
+  redis.call('HSET', KEYS[1], 'w:' .. ARGV[2], string.format('%.3f', now + tonumber(ARGV[5])))
+end
+local ttl = math.max(redis.call('PTTL', KEYS[1]), tonumber(ARGV[5]) + 60000)
+redis.call('PEXPIRE', KEYS[1], ttl)
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ttl) end
+return -1
+`)
+
+// leavePostQueue removes a post from its channel's queue (it will not be
+// posted, or was posted by an earlier run).
+//
+//	KEYS[1], KEYS[2] -> as takePostTurn's
+//	ARGV[1] -> request id
+//
+// Returns -1.
+var leavePostQueue = redis.NewScript(`
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[1], 'w:' .. ARGV[1])
+return -1
+`)
+
+// holdPace holds a channel until ARGV[1] + ARGV[2] ms (after a 429), never
+// shortening a hold. Every slot is computed from the hold, so the posts
+// waiting are shifted after it as they come back.
+//
+//	KEYS[1] -> <p>:pace:{<channel>}
+//	ARGV[1] -> now, Unix ms
+//	ARGV[2] -> hold, ms
+//
+// Returns -1.
+var holdPace = redis.NewScript(`
+local untilMs = tonumber(ARGV[1]) + tonumber(ARGV[2])
+if tonumber(redis.call('HGET', KEYS[1], 'h') or '0') < untilMs then
+  redis.call('HSET', KEYS[1], 'h', untilMs)
+end
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) + 60000 then
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + 60000)
+end
+return -1
+`)
+
+func (s *Store) paceKeys(channel string) []string {
+	return []string{s.keys.pace(channel), s.keys.paceQueue(channel)}
+}
+
+// arrivalMs is t in Unix ms with its microseconds as a fraction.
+func arrivalMs(t time.Time) string {
+	return strconv.FormatFloat(float64(t.UnixMicro())/1000, 'f', 3, 64)
+}
+
+// Turn is TakePostTurn's answer.
+type Turn struct {
+	// Taken: the post holds its channel's turn and may call Slack once
+	// Wait has passed (its slot, at most Pacing.Lead away), not before;
+	// it must then end the turn (EndPostTurn). Otherwise it should ask
+	// again after Wait: then its turn should have come, unless a 429 or
+	// a slow post ahead of it moved the queue on.
+	Taken bool
+	Wait  time.Duration
+}
+
+// TakePostTurn queues the post in its channel's FIFO, if it is not queued
+// yet, and gives it the channel's turn when it is at the head of the queue
+// and the channel is free (or will be within Pacing.Lead).
+func (s *Store) TakePostTurn(ctx context.Context, t PostTurn, p Pacing) (Turn, error) {
+	res, err := takePostTurn.Run(ctx, s.rdb, s.paceKeys(t.Channel), s.nowMs(),
+		max(p.Interval.Milliseconds(), 1), t.ID, arrivalMs(t.Arrival),
+		p.Settle.Milliseconds(), p.Grace.Milliseconds(), p.Lead.Milliseconds()).Int64Slice()
+	if err == nil && len(res) != 2 {
+		err = fmt.Errorf("unexpected answer %v", res)
 	}
-	return time.Duration(ms) * time.Millisecond, nil
+	if err != nil {
+		return Turn{}, fmt.Errorf("store: take the turn of %s in %s: %w", t.ID, t.Channel, err)
+	}
+	return Turn{Taken: res[0] == 1, Wait: time.Duration(res[1]) * time.Millisecond}, nil
+}
+
+// EndPostTurn ends the turn a post took: its call to Slack has ended, or it
+// will make none. The channel's next post goes an interval later.
+func (s *Store) EndPostTurn(ctx context.Context, t PostTurn) error {
+	if err := endPostTurn.Run(ctx, s.rdb, s.paceKeys(t.Channel), arrivalMs(s.now()), t.ID, "0", "0", 0).Err(); err != nil {
+		return fmt.Errorf("store: end the turn of %s in %s: %w", t.ID, t.Channel, err)
+	}
+	return nil
+}
+
+// ReturnPostTurn ends the turn of a post that certainly sent nothing
+// (Slack refused it, or it failed before calling Slack) and puts it back in
+// its place by arrival, ahead of the posts that arrived after it; it is
+// expected back after back.
+func (s *Store) ReturnPostTurn(ctx context.Context, t PostTurn, back time.Duration) error {
+	err := endPostTurn.Run(ctx, s.rdb, s.paceKeys(t.Channel), arrivalMs(s.now()), t.ID, "1", arrivalMs(t.Arrival),
+		max(back.Milliseconds(), 0)).Err()
+	if err != nil {
+		return fmt.Errorf("store: return the turn of %s in %s: %w", t.ID, t.Channel, err)
+	}
+	return nil
+}
+
+// LeavePostQueue removes a post from its channel's queue: its request will
+// not be posted (it closed first), or is posted already.
+func (s *Store) LeavePostQueue(ctx context.Context, t PostTurn) error {
+	if err := leavePostQueue.Run(ctx, s.rdb, s.paceKeys(t.Channel), t.ID).Err(); err != nil {
+		return fmt.Errorf("store: remove %s from the queue of %s: %w", t.ID, t.Channel, err)
+	}
+	return nil
 }
 
 // HoldChannel stops every process posting to channel for at least d (Slack
 // answered 429 for it).
 func (s *Store) HoldChannel(ctx context.Context, channel string, d time.Duration) error {
-	if err := holdPace.Run(ctx, s.rdb, []string{s.keys.pace(channel)}, max(d.Milliseconds(), 1)).Err(); err != nil && !errors.Is(err, redis.Nil) {
+	if err := holdPace.Run(ctx, s.rdb, []string{s.keys.pace(channel)}, s.nowMs(), max(d.Milliseconds(), 1)).Err(); err != nil {
 		return fmt.Errorf("store: hold channel %s: %w", channel, err)
 	}
 	return nil

@@ -369,7 +369,7 @@ func (s *Store) SetPermalink(ctx context.Context, id, link string) error {
 	if !s.homeJobs {
 		return s.set(ctx, id, "set permalink", "permalink", link)
 	}
-	_, err := s.Update(ctx, id, func(Record) (*Change, error) {
+	err := s.change(ctx, id, func(Record) (*Change, error) {
 		return &Change{set: map[string]any{"permalink": link}, Quiet: true,
 			Jobs: []JobAt{{ID: jobID(JobHome, id), At: s.now()}}}, nil
 	})
@@ -410,7 +410,7 @@ func (s *Store) SetMentions(ctx context.Context, id string, mentions []string, m
 			users = append(users, strings.TrimSuffix(u, ">"))
 		}
 	}
-	_, err = s.Update(ctx, id, func(rec Record) (*Change, error) {
+	err = s.change(ctx, id, func(rec Record) (*Change, error) {
 		ch := &Change{set: map[string]any{"mentions": string(raw)}, AddReviewers: users, Quiet: true}
 		if len(mentions) == 0 && len(rec.Mentions) == 0 {
 			ch.set = nil // none: an absent field reads as none, and costs no Redis memory

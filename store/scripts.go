@@ -20,8 +20,11 @@ import "github.com/redis/go-redis/v9"
 //	ARGV[3] -> most jobs to claim
 //	ARGV[4] -> lease token of this claim
 //
-// Returns a flat list {job id, attempt, due ms, job id, ...}; attempt counts
-// from 1, and reclaims count as attempts; due is when the job was due.
+// Returns a flat list {job id, attempt, due ms, job id, ..., next}; attempt
+// counts from 1, and reclaims count as attempts; due is when the job was
+// due; next, the last element, is the earliest due time after now of the
+// jobs left (ms), or -1 when none is, so the runner can sleep until then.
+// The list's length is 3 per job plus one.
 var claimJobs = redis.NewScript(`
 local now = tonumber(ARGV[1])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, ARGV[3])
@@ -53,6 +56,8 @@ while claimed < want and skipped < 1000 do
     end
   end
 end
+local next = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+out[#out + 1] = next[2] or '-1'
 return out
 `)
 
@@ -118,32 +123,6 @@ redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('LPUSH', KEYS[4], ARGV[3])
 redis.call('LTRIM', KEYS[4], 0, tonumber(ARGV[4]) - 1)
 return 1
-`)
-
-// takePaceSlot reserves the right to post to a channel now. While the key
-// exists nobody may post; its TTL says how long to wait.
-//
-//	KEYS[1] -> <p>:pace:<channel>
-//	ARGV[1] -> pacing interval, ms
-//
-// Returns 0 when the slot was taken, otherwise the ms to wait.
-var takePaceSlot = redis.NewScript(`
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl > 0 then return ttl end
-redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
-return 0
-`)
-
-// holdPace blocks a channel for at least ARGV[1] ms (after a 429), never
-// shortening an existing hold.
-//
-//	KEYS[1] -> <p>:pace:<channel>
-//	ARGV[1] -> hold, ms
-var holdPace = redis.NewScript(`
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then
-  redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
-end
-return 0
 `)
 
 // takeToken takes one token from an agent's intake bucket. The bucket is

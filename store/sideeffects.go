@@ -135,7 +135,7 @@ func (s *Store) BeginPost(ctx context.Context, id string) (Attempt, error) {
 // sweepAt. Recording the same message again only brings renderedVersion
 // up to date.
 func (s *Store) RecordPost(ctx context.Context, id, channel, ts string, renderedVersion int64, sweepAt time.Time) error {
-	_, err := s.Update(ctx, id, func(rec Record) (*Change, error) {
+	err := s.change(ctx, id, func(rec Record) (*Change, error) {
 		if rec.Posted() && rec.Slack.TS != ts {
 			return nil, ErrPostedElsewhere
 		}

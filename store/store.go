@@ -83,6 +83,8 @@ type Store struct {
 		once  sync.Once
 		queue chan OpenSlot
 	}
+	// docs: parsed documents for LoadShared.
+	docs *docCache
 }
 
 // New returns a Store over rdb, which may be a standalone, Sentinel or
@@ -95,6 +97,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Store, error) {
 		rdb:     rdb,
 		keys:    newKeys(cmp.Or(opts.Prefix, DefaultPrefix)),
 		deadCap: cmp.Or(opts.DeadLetterCap, 1000),
+		docs:    newDocCache(docCacheSize),
 		now:     opts.Now,
 		hasher:  auditHasher{key: opts.AuditKey},
 		sealer:  newSealer(),

@@ -33,6 +33,18 @@ func JobID(kind, requestID string) string { return jobID(kind, requestID) }
 // events are appended by its script (applyWrite), so writes to other
 // requests of the shard never make it retry.
 func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Change, error)) (Record, error) {
+	return s.update(ctx, id, decide, true)
+}
+
+// change is Update for a caller that needs no record back: it saves the
+// round trip that reads the request again after the change (a post job
+// makes three such changes).
+func (s *Store) change(ctx context.Context, id string, decide func(Record) (*Change, error)) error {
+	_, err := s.update(ctx, id, decide, false)
+	return err
+}
+
+func (s *Store) update(ctx context.Context, id string, decide func(Record) (*Change, error), reread bool) (Record, error) {
 	if !aah.ValidRequestID(id) {
 		return Record{}, ErrNotFound
 	}
@@ -84,6 +96,9 @@ func (s *Store) Update(ctx context.Context, id string, decide func(Record) (*Cha
 				// After the commit, in another slot: if this is lost the
 				// agent's count only overcounts, until reconcile.
 				_ = s.forgetOpen(ctx, agent, id)
+			}
+			if !reread {
+				return Record{}, nil
 			}
 			return s.Get(ctx, id)
 		case errors.Is(err, errNoChange):
