@@ -148,6 +148,8 @@ func NewService(d Deps) (*Service, error) {
 		PostInterval: cfg.SlackPostInterval, RateLimitHold: d.RateLimitHold, Lease: cfg.JobLease,
 		Defaults: cfg.Policy().Defaults, Reminders: reminders,
 		Now: d.Now, Metrics: d.Metrics.Outbound, Logger: d.Logger,
+		// Set below, before any job runs.
+		Wake: func() { runner.Wake() },
 	})
 	if err != nil {
 		return nil, err

@@ -45,7 +45,8 @@ func (s *postStore) LoadShared(ctx context.Context, id string) (store.Record, *a
 func (s *postStore) TakePostTurn(context.Context, store.PostTurn, store.Pacing) (store.Turn, error) {
 	return store.Turn{Taken: true}, nil
 }
-func (s *postStore) EndPostTurn(context.Context, store.PostTurn) error                   { return nil }
+func (s *postStore) EndPostTurn(context.Context, store.PostTurn) (string, error)         { return "", nil }
+func (s *postStore) PullPostJob(context.Context, string, time.Time) error                { return nil }
 func (s *postStore) ReturnPostTurn(context.Context, store.PostTurn, time.Duration) error { return nil }
 func (s *postStore) LeavePostQueue(context.Context, store.PostTurn) error                { return nil }
 func (s *postStore) SetMentions(context.Context, string, []string, ...string) error      { return nil }

@@ -52,9 +52,27 @@ func (p *poster) takeTurn(ctx context.Context, turn store.PostTurn) (time.Time, 
 // endTurn ends the post's turn in its channel. Should that fail, the turn
 // is held until Pacing.Grace has passed: the channel waits, it is not
 // wedged.
+//
+// It hands the turn to the post now first in the queue: that post's job is
+// made due when the next slot opens, and this process's runner woken, so a
+// channel's posts follow each other without waiting for the times they
+// were told (estimates: should the hand-off be lost, they still come back
+// then).
 func (p *poster) endTurn(ctx context.Context, turn store.PostTurn) {
-	if err := p.opts.Store.EndPostTurn(ctx, turn); err != nil {
+	next, err := p.opts.Store.EndPostTurn(ctx, turn)
+	if err != nil {
 		p.log.WarnContext(ctx, "could not end the post's turn; the channel waits until it lapses", "request_id", turn.ID, "err", err)
+		return
+	}
+	if next == "" || next == turn.ID {
+		return
+	}
+	if err := p.opts.Store.PullPostJob(ctx, next, p.opts.Now().Add(p.pacing.Interval)); err != nil {
+		p.log.WarnContext(ctx, "could not hand the channel's turn on; the next post comes back when it was told", "request_id", next, "err", err)
+		return
+	}
+	if p.opts.Wake != nil {
+		p.opts.Wake()
 	}
 }
 

@@ -47,7 +47,8 @@ type Store interface {
 	SetMentions(ctx context.Context, id string, mentions []string, members ...string) error
 	RecordPostError(ctx context.Context, id, code string, permanent bool) error
 	TakePostTurn(ctx context.Context, t store.PostTurn, p store.Pacing) (store.Turn, error)
-	EndPostTurn(ctx context.Context, t store.PostTurn) error
+	EndPostTurn(ctx context.Context, t store.PostTurn) (next string, err error)
+	PullPostJob(ctx context.Context, id string, at time.Time) error
 	ReturnPostTurn(ctx context.Context, t store.PostTurn, back time.Duration) error
 	LeavePostQueue(ctx context.Context, t store.PostTurn) error
 	HoldChannel(ctx context.Context, channel string, d time.Duration) error
@@ -103,6 +104,10 @@ type Options struct {
 	// Now is the store's clock (sweeps are scheduled on it). Default
 	// time.Now.
 	Now func() time.Time
+	// Wake, when set, wakes this process's job runner: a post ending its
+	// turn makes the next post's job due and wakes it (default: the next
+	// post waits for the runner's next look).
+	Wake func()
 	// Metrics default to unregistered ones.
 	Metrics *Metrics
 	Logger  *slog.Logger

@@ -73,7 +73,7 @@ func TestKeysExpireAfterTheirTTL(t *testing.T) {
 						t.Fatalf("TakePostTurn(%s): %v", channel, err)
 					}
 					if tr.Taken {
-						if err := b.s.EndPostTurn(ctx, pt); err != nil {
+						if _, err := b.s.EndPostTurn(ctx, pt); err != nil {
 							t.Fatal(err)
 						}
 					}

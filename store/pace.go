@@ -69,7 +69,7 @@ type Pacing struct {
 // gives it its turn when it is at the head, no other post holds the turn,
 // the channel's next slot is at most a lead away, and the head has settled.
 //
-//	KEYS[1] -> <p>:pace:{<channel>}     hash: t, h, p, pu, w:<id> (keys.go)
+//	KEYS[1] -> <p>:pace:{<channel>}     hash: t, h, p, pu, c, w:<id> (keys.go)
 //	KEYS[2] -> <p>:pace:{<channel>}:q   zset: id -> arrival ms
 //	ARGV[1] -> now, Unix ms
 //	ARGV[2] -> interval, ms
@@ -95,7 +95,7 @@ for _ = 1, 100 do
   redis.call('ZREM', KEYS[2], head[1])
   redis.call('HDEL', KEYS[1], 'w:' .. head[1])
 end
-local st = redis.call('HMGET', KEYS[1], 't', 'h', 'p', 'pu')
+local st = redis.call('HMGET', KEYS[1], 't', 'h', 'p', 'pu', 'c')
 local slot = math.max(tonumber(st[1] or '0') + iv, tonumber(st[2] or '0'))
 local busy = st[3] and tonumber(st[4]) + grace > now
 if st[3] and not busy then redis.call('HDEL', KEYS[1], 'p', 'pu') end
@@ -121,7 +121,12 @@ if busy then
   local due = tonumber(st[4]) + iv
   slot = math.max(slot, due, now + 1.5 * lead + math.min(math.max(now - due, 0), 4 * lead))
 end
-local at = math.max(slot, now, ready) + rank * iv
+-- Each post ahead takes what the last one took from turn to turn (at least
+-- an interval): telling the posts far back in the queue to come back an
+-- interval apart would bring them back long before their turns, again and
+-- again, ahead of the head's own job in the job queue. Late costs nothing:
+-- the post ending its turn hands it to the next (PullPostJob).
+local at = math.max(slot, now, ready) + rank * math.max(iv, tonumber(st[5] or '0'))
 redis.call('HSET', KEYS[1], 'w:' .. id, string.format('%.3f', at))
 local back = at - lead / 2
 if rank == 0 and not busy and slot <= now + lead then back = ready end
@@ -141,12 +146,19 @@ return {0, math.max(math.ceil(back - now), 1)}
 //	ARGV[4] -> arrival, Unix ms (when put back)
 //	ARGV[5] -> ms until it comes back (when put back)
 //
-// Returns -1 (never a turn's answer).
+// Returns the post now at the head of the queue ("" when none): the
+// caller hands it the turn by making its job due (PullPostJob).
 var endPostTurn = redis.NewScript(`
 local now = tonumber(ARGV[1])
-if redis.call('HGET', KEYS[1], 'p') == ARGV[2] then redis.call('HDEL', KEYS[1], 'p', 'pu') end
-if tonumber(redis.call('HGET', KEYS[1], 't') or '0') < now then
+local st = redis.call('HMGET', KEYS[1], 'p', 't')
+if st[1] == ARGV[2] then redis.call('HDEL', KEYS[1], 'p', 'pu') end
+local last = tonumber(st[2] or '0')
+if last < now then
   redis.call('HSET', KEYS[1], 't', string.format('%.3f', now))
+  -- The time from the previous turn's end to this one's (at most 10 s):
+  -- what a post really takes in this channel, job queue included, which
+  -- the posts waiting are told to expect per post ahead of them.
+  if last > 0 then redis.call('HSET', KEYS[1], 'c', string.format('%.3f', math.min(now - last, 10000))) end
 end
 if ARGV[3] == '1' then
   redis.call('ZADD', KEYS[2], 'NX', ARGV[4], ARGV[2])
@@ -155,7 +167,7 @@ end
 local ttl = math.max(redis.call('PTTL', KEYS[1]), tonumber(ARGV[5]) + 60000)
 redis.call('PEXPIRE', KEYS[1], ttl)
 if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ttl) end
-return -1
+return redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
 `)
 
 // leavePostQueue removes a post from its channel's queue (it will not be
@@ -228,10 +240,25 @@ func (s *Store) TakePostTurn(ctx context.Context, t PostTurn, p Pacing) (Turn, e
 }
 
 // EndPostTurn ends the turn a post took: its call to Slack has ended, or it
-// will make none. The channel's next post goes an interval later.
-func (s *Store) EndPostTurn(ctx context.Context, t PostTurn) error {
-	if err := endPostTurn.Run(ctx, s.rdb, s.paceKeys(t.Channel), arrivalMs(s.now()), t.ID, "0", "0", 0).Err(); err != nil {
-		return fmt.Errorf("store: end the turn of %s in %s: %w", t.ID, t.Channel, err)
+// will make none. The channel's next post goes an interval later: next is
+// the request whose post is now first in the queue ("" when none), to hand
+// the turn to (PullPostJob).
+func (s *Store) EndPostTurn(ctx context.Context, t PostTurn) (next string, err error) {
+	next, err = endPostTurn.Run(ctx, s.rdb, s.paceKeys(t.Channel), arrivalMs(s.now()), t.ID, "0", "0", 0).Text()
+	if err != nil {
+		return "", fmt.Errorf("store: end the turn of %s in %s: %w", t.ID, t.Channel, err)
+	}
+	return next, nil
+}
+
+// PullPostJob makes the post job of request id due at at, if it is waiting
+// for a later time (a post told to come back for its turn): the turn is
+// handed to it as soon as it is its, instead of when it was told to come
+// back. A job running, or due sooner, is left alone.
+func (s *Store) PullPostJob(ctx context.Context, id string, at time.Time) error {
+	z := redis.Z{Score: float64(at.UnixMilli()), Member: jobID(JobPost, id)}
+	if err := s.rdb.ZAddArgs(ctx, s.keys.jobs(shardOf(id)).due, redis.ZAddArgs{XX: true, LT: true, Members: []redis.Z{z}}).Err(); err != nil {
+		return fmt.Errorf("store: hand the turn to the post of %s: %w", id, err)
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ func testPostTurns(t *testing.T, b backend) {
 	told := func(wait time.Duration) store.Turn { return store.Turn{Wait: wait} }
 	end := func(t *testing.T, f fixture, pt store.PostTurn) {
 		t.Helper()
-		if err := f.s.EndPostTurn(f.ctx, pt); err != nil {
+		if _, err := f.s.EndPostTurn(f.ctx, pt); err != nil {
 			t.Fatal(err)
 		}
 	}
