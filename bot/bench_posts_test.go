@@ -29,16 +29,25 @@ func (s slowTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // BenchmarkPostsWithSlowSlack is how many requests a second one process
-// posts to Slack when every Slack call takes 50 ms, by WORKER_CONCURRENCY.
-// The requests are stored first (not timed); the clock runs from starting
-// the job runner to the last chat.postMessage. Per-channel pacing is off in
-// the bot and the emulator: this measures the runner, not Slack's 1 message
-// a second per channel. Run it with a fixed -benchtime (e.g. 400x).
+// posts to Slack when every Slack call takes 50 ms, by WORKER_CONCURRENCY,
+// into one channel and spread over 64. The requests are stored first (not
+// timed); the clock runs from starting the job runner to the last
+// chat.postMessage. Pacing is at its least in the bot (1 ms) and off in the
+// emulator: this measures the runner, not Slack's 1 message a second per
+// channel. Posts to one channel leave one at a time, in arrival order (a
+// post holds the channel's turn during its call), so into one channel it
+// is at most 1/latency (20 a second) whatever the workers. Run it with a
+// fixed -benchtime (e.g. 400x).
 func BenchmarkPostsWithSlowSlack(b *testing.B) {
-	for _, workers := range []int{4, 32} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+	for _, bc := range []struct{ channels, workers int }{{1, 4}, {1, 32}, {64, 4}, {64, 32}} {
+		channels, workers := bc.channels, bc.workers
+		b.Run(fmt.Sprintf("channels=%d/workers=%d", channels, workers), func(b *testing.B) {
 			rdb, prefix := redistest.Client(b)
-			emu := slackemu.New(slackemu.Options{})
+			ws := slackemu.DefaultWorkspace()
+			for i := range channels {
+				ws.Channels = append(ws.Channels, slackemu.Channel{ID: fmt.Sprintf("C0SLOW%02d", i), Name: fmt.Sprintf("slow-%02d", i), IsMember: true})
+			}
+			emu := slackemu.New(slackemu.Options{Workspace: &ws})
 			emu.SetPacing(false, 0)
 			slow := &http.Client{Transport: slowTransport{next: emu.Client().Transport, latency: 50 * time.Millisecond}}
 			h := newHarnessOn(b, rdb, prefix, emu, func(c *configT, d *depsT) {
@@ -47,7 +56,7 @@ func BenchmarkPostsWithSlowSlack(b *testing.B) {
 				d.Slack = slack.New(emu.Token(), slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(slow))
 			})
 			for i := range b.N {
-				if r := h.post(exampleWith(b, fmt.Sprintf("slow-%d", i), nil)); r.Status != http.StatusAccepted {
+				if r := h.post(exampleWith(b, fmt.Sprintf("slow-%d", i), setChannel(fmt.Sprintf("C0SLOW%02d", i%channels)))); r.Status != http.StatusAccepted {
 					b.Fatalf("POST: %d %s", r.Status, r.Body)
 				}
 			}
