@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 	"time"
 
 	"github.com/approvalbot/approvalbot/internal/slackemu"
@@ -128,7 +131,9 @@ func breakdown(ctx context.Context, t *testing.T, e *env, prefix string, n int, 
 		for i, k := range chunk {
 			cmds[i] = p.MemoryUsage(ctx, k, 0)
 		}
-		if _, err := p.Exec(ctx); err != nil {
+		// redis.Nil: a key gone since the scan (a shard's pending audit
+		// entries, sealed meanwhile) holds nothing.
+		if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			t.Fatalf("MEMORY USAGE: %v", err)
 		}
 		for i, k := range chunk {
