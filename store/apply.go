@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -273,6 +272,3 @@ func writeByMs(ctx context.Context) (int64, error) {
 	}
 	return at.UnixMilli(), nil
 }
-
-// itoa is strconv.FormatInt for script arguments.
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -119,14 +119,6 @@ func (s *Store) Audit(ctx context.Context, id string) ([]AuditEntry, error) {
 	return decodeRequestChain(key, id, raw)
 }
 
-func (s *Store) readChain(ctx context.Context, key string) ([]AuditEntry, error) {
-	raw, err := s.rdb.LRange(ctx, key, 0, -1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("store: read audit %s: %w", key, err)
-	}
-	return decodeChain(key, raw)
-}
-
 func decodeChain(key string, raw []string) ([]AuditEntry, error) {
 	out := make([]AuditEntry, len(raw))
 	for i, r := range raw {
