@@ -55,7 +55,19 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	if errors.Is(err, errGrantsMayMatch) {
 		return s.createMatchingGrants(ctx, n, writeBy, storedOnly)
 	}
+	if err == nil {
+		s.queuePostOf(ctx, n, now)
+	}
 	return s.created(ctx, n.ID, rec, false, err)
+}
+
+// queuePostOf queues a new request's post in its channel's FIFO, at the
+// arrival its post job is due at (to the microsecond), before intake
+// answers: a request accepted after it can never be posted first. It is
+// another slot than the request's, so another round trip; should it fail,
+// the post job queues itself when it runs (TakePostTurn).
+func (s *Store) queuePostOf(ctx context.Context, n NewRequest, now time.Time) {
+	_ = s.QueuePost(ctx, PostTurn{Channel: n.Channel, ID: n.ID, Arrival: now})
 }
 
 // created turns a create's outcome into Create's answer.
@@ -89,13 +101,14 @@ func (s *Store) createMatchingGrants(ctx context.Context, n NewRequest, writeBy 
 	for range 200 {
 		var rec Record
 		var byGrant bool
+		var now time.Time
 		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
 			live, err := s.watchGrantCopies(ctx, tx, shard, n.Agent)
 			if err != nil {
 				return err
 			}
 			p := s.record()
-			now := s.now()
+			now = s.now()
 			var reqHead chainHead
 			rec, reqHead = s.queueCreate(ctx, p, n, now)
 			events := createEvents(n)
@@ -119,6 +132,9 @@ func (s *Store) createMatchingGrants(ctx context.Context, n NewRequest, writeBy 
 		}, s.keys.grantCopies(shard, n.Agent))
 		if errors.Is(err, redis.TxFailedErr) {
 			continue // a grant changed: match again
+		}
+		if err == nil {
+			s.queuePostOf(ctx, n, now)
 		}
 		return s.created(ctx, n.ID, rec, byGrant, err)
 	}

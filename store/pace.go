@@ -170,6 +170,34 @@ if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ttl) e
 return redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
 `)
 
+// queuePost queues a new request's post in its channel's FIFO, by arrival,
+// as intake stores it: a post is in the queue from its request's 202, so a
+// later request's post, whichever worker or process claims it first, finds
+// it ahead (takePostTurn's own ZADD NX is then a no-op).
+//
+//	KEYS[1], KEYS[2] -> as takePostTurn's
+//	ARGV[1] -> request id
+//	ARGV[2] -> arrival, Unix ms (with a fraction)
+//	ARGV[3] -> the least TTL of the queue, ms
+//
+// Returns -1.
+var queuePost = redis.NewScript(`
+redis.call('ZADD', KEYS[2], 'NX', ARGV[2], ARGV[1])
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
+return -1
+`)
+
+// QueuePost queues the post of a request just stored in its channel's
+// FIFO (Create does, after the create's script): arrival order then holds
+// however the post jobs are claimed. Should it be lost, the post job
+// queues itself when it runs, after a short settle (TakePostTurn).
+func (s *Store) QueuePost(ctx context.Context, t PostTurn) error {
+	if err := queuePost.Run(ctx, s.rdb, s.paceKeys(t.Channel), t.ID, arrivalMs(t.Arrival), time.Hour.Milliseconds()).Err(); err != nil {
+		return fmt.Errorf("store: queue the post of %s in %s: %w", t.ID, t.Channel, err)
+	}
+	return nil
+}
+
 // leavePostQueue removes a post from its channel's queue (it will not be
 // posted, or was posted by an earlier run).
 //

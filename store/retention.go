@@ -311,6 +311,13 @@ func (s *Store) deleteRequest(ctx context.Context, id string, st aah.Status, cut
 	if err != nil {
 		return 0, fmt.Errorf("store: sweep %s: %w", id, err)
 	}
+	if res == deleted && channel != "" {
+		// A post never made (closed first, or never run) leaves its channel's
+		// queue too; that is the channel's slot, so after the delete.
+		if err := s.LeavePostQueue(ctx, PostTurn{Channel: channel, ID: id}); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
 }
 

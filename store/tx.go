@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"context"
 	"errors"
 	"fmt"
@@ -52,7 +53,7 @@ func (s *Store) update(ctx context.Context, id string, decide func(Record) (*Cha
 	for attempt := range 200 {
 		var out Record
 		var quiet, execSent, closed bool
-		var agent string
+		var agent, unposted string
 		writeBy, err := writeByMs(ctx)
 		if err != nil {
 			return Record{}, err
@@ -76,6 +77,9 @@ func (s *Store) update(ctx context.Context, id string, decide func(Record) (*Cha
 			}
 			quiet = ch.auditOnly() || ch.Quiet
 			closed, agent = ch.Status != "" && !ch.Status.Open() && rec.Status.Open(), rec.Agent
+			if slices.Contains(ch.Cancel, jobID(JobPost, id)) {
+				unposted = rec.Channel // its post will not run: it leaves the channel's queue
+			}
 			events := changeEvents(rec, ch)
 			if len(events) > 0 {
 				quiet = false // the event streams' reader is woken
@@ -96,6 +100,11 @@ func (s *Store) update(ctx context.Context, id string, decide func(Record) (*Cha
 				// After the commit, in another slot: if this is lost the
 				// agent's count only overcounts, until reconcile.
 				_ = s.forgetOpen(ctx, agent, id)
+			}
+			if unposted != "" {
+				// After the commit, in the channel's slot: if this is lost the
+				// channel waits for it at most Pacing.Grace past its arrival.
+				_ = s.LeavePostQueue(ctx, PostTurn{Channel: unposted, ID: id})
 			}
 			if !reread {
 				return Record{}, nil
