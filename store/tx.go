@@ -1,11 +1,11 @@
 package store
 
 import (
-	"slices"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
