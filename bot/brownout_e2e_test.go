@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -154,22 +155,32 @@ func isWrite(cmd redis.Cmder) bool {
 func (f *freezer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		mode, thaw := f.state()
-		tx := len(cmds) > 0 && cmds[0].Name() == "multi"
+		// A transaction, or a pipeline carrying a write script (a create
+		// goes out with its post's queuing): held as one.
+		tx := len(cmds) > 0 && cmds[0].Name() == "multi" || slices.ContainsFunc(cmds, isWrite)
+		// Every command of the pipeline fails as the pipeline does, as
+		// against a server that never answers.
+		fail := func(err error) error {
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+			return err
+		}
 		switch {
 		case mode == frozen:
-			return f.wait(ctx, thaw)
+			return fail(f.wait(ctx, thaw))
 		case mode == deliverLate && tx:
 			err := f.waitOut(ctx, thaw)
 			if ctx.Err() != nil {
 				f.late.Add(1)
 				_ = next(context.WithoutCancel(ctx), cmds)
 			}
-			return err
+			return fail(err)
 		case mode == withholdAnswer && tx:
 			if err := next(ctx, cmds); err != nil {
 				return err
 			}
-			return f.wait(ctx, thaw)
+			return fail(f.wait(ctx, thaw))
 		}
 		return next(ctx, cmds)
 	}

@@ -237,6 +237,9 @@ func (s *Store) applyInTx(ctx context.Context, tx *redis.Tx, reqKey string, w wr
 }
 
 func (s *Store) applied(res []string, w write) (cursor string, err error) {
+	if len(res) == 0 {
+		return "", errors.New("store: empty answer of the write script")
+	}
 	switch res[0] {
 	case "ok":
 		if w.sealShard >= 0 {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,21 +52,58 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	rec, _ = s.queueCreate(ctx, p, n, now)
 	s.queueEvents(ctx, p, rec, now, createEvents(n), eventsCursorField(n))
 	s.queuePublish(ctx, p, n.ID) // wakes the event streams' reader
-	rec.Events.Cursor, err = s.apply(ctx, s.keys.request(n.ID), write{cmds: p.Cmds(), writeBy: writeBy, create: guard, sealShard: shardOf(n.ID)})
+	w := write{cmds: p.Cmds(), writeBy: writeBy, create: guard, sealShard: shardOf(n.ID)}
+	turn := PostTurn{Channel: n.Channel, ID: n.ID, Arrival: now}
+	var queued bool
+	rec.Events.Cursor, queued, err = s.applyQueued(ctx, s.keys.request(n.ID), w, turn)
 	if errors.Is(err, errGrantsMayMatch) {
 		return s.createMatchingGrants(ctx, n, writeBy, storedOnly)
 	}
-	if err == nil {
-		s.queuePostOf(ctx, n, now)
+	if err != nil && queued && !Unavailable(err) {
+		// Refused (a duplicate, a conflict, past its deadline): the post
+		// queued with it will not come. A create whose outcome is unknown
+		// leaves it: its post comes if it landed, else the channel waits
+		// for it Pacing.Grace past its arrival at most.
+		_ = s.LeavePostQueue(context.WithoutCancel(ctx), turn)
 	}
 	return s.created(ctx, n.ID, rec, false, err)
 }
 
-// queuePostOf queues a new request's post in its channel's FIFO, at the
-// arrival its post job is due at (to the microsecond), before intake
-// answers: a request accepted after it can never be posted first. It is
-// another slot than the request's, so another round trip; should it fail,
-// the post job queues itself when it runs (TakePostTurn).
+// applyQueued applies a create and queues its post in its channel's FIFO
+// (by the arrival its post job is due at, to the microsecond), in one
+// pipelined round trip: before intake answers, so a request accepted after
+// it can never be posted first, however the post jobs are claimed. The
+// queue is another slot than the request's (another node of a Cluster, the
+// two sent at once). queued reports whether the post was added to the
+// queue (not there already). Should the queuing fail, the post job queues
+// itself when it runs (TakePostTurn).
+func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn) (cursor string, queued bool, err error) {
+	keys, argv := w.args(reqKey)
+	pipe := s.rdb.Pipeline()
+	q := queuePost.EvalSha(ctx, pipe, s.paceKeys(turn.Channel), turn.ID, arrivalMs(turn.Arrival), queueTTL.Milliseconds())
+	a := applyWrite.EvalSha(ctx, pipe, keys, argv...)
+	_, execErr := pipe.Exec(ctx) // each command's error is read below
+	if redis.HasErrorPrefix(q.Err(), "NOSCRIPT") {
+		q = queuePost.Run(ctx, s.rdb, s.paceKeys(turn.Channel), turn.ID, arrivalMs(turn.Arrival), queueTTL.Milliseconds())
+	}
+	added, _ := q.Int()
+	if redis.HasErrorPrefix(a.Err(), "NOSCRIPT") {
+		cursor, err = s.apply(ctx, reqKey, w) // Run loads the script
+		return cursor, added == 1, err
+	}
+	res, err := a.StringSlice()
+	if err == nil && len(res) == 0 {
+		err = cmp.Or(execErr, errors.New("store: no answer from the write script"))
+	}
+	if err != nil {
+		return "", added == 1, err
+	}
+	cursor, err = s.applied(res, w)
+	return cursor, added == 1, err
+}
+
+// queuePostOf queues a new request's post in its channel's FIFO (the
+// create that matched grants, which applies in a WATCH transaction).
 func (s *Store) queuePostOf(ctx context.Context, n NewRequest, now time.Time) {
 	_ = s.QueuePost(ctx, PostTurn{Channel: n.Channel, ID: n.ID, Arrival: now})
 }

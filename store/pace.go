@@ -171,7 +171,7 @@ return redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
 `)
 
 // queuePost queues a new request's post in its channel's FIFO, by arrival,
-// as intake stores it: a post is in the queue from its request's 202, so a
+// with its create (applyQueued): a post is in the queue from its request's 202, so a
 // later request's post, whichever worker or process claims it first, finds
 // it ahead (takePostTurn's own ZADD NX is then a no-op).
 //
@@ -180,19 +180,23 @@ return redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
 //	ARGV[2] -> arrival, Unix ms (with a fraction)
 //	ARGV[3] -> the least TTL of the queue, ms
 //
-// Returns -1.
+// Returns 1 when the post was added, 0 when it was queued already.
 var queuePost = redis.NewScript(`
-redis.call('ZADD', KEYS[2], 'NX', ARGV[2], ARGV[1])
+local added = redis.call('ZADD', KEYS[2], 'NX', ARGV[2], ARGV[1])
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
-return -1
+return added
 `)
+
+// queueTTL is the least time a channel's queue outlives its last queuing
+// (takePostTurn keeps it as long as its posts need).
+const queueTTL = time.Hour
 
 // QueuePost queues the post of a request just stored in its channel's
 // FIFO (Create does, after the create's script): arrival order then holds
 // however the post jobs are claimed. Should it be lost, the post job
 // queues itself when it runs, after a short settle (TakePostTurn).
 func (s *Store) QueuePost(ctx context.Context, t PostTurn) error {
-	if err := queuePost.Run(ctx, s.rdb, s.paceKeys(t.Channel), t.ID, arrivalMs(t.Arrival), time.Hour.Milliseconds()).Err(); err != nil {
+	if err := queuePost.Run(ctx, s.rdb, s.paceKeys(t.Channel), t.ID, arrivalMs(t.Arrival), queueTTL.Milliseconds()).Err(); err != nil {
 		return fmt.Errorf("store: queue the post of %s in %s: %w", t.ID, t.Channel, err)
 	}
 	return nil
