@@ -108,7 +108,9 @@ if rank == 0 and not busy and slot <= now + lead and ready <= now then
   local at = math.max(slot, now)
   redis.call('ZREM', KEYS[2], id)
   redis.call('HDEL', KEYS[1], 'w:' .. id)
-  redis.call('HSET', KEYS[1], 'p', id, 'pu', string.format('%.3f', at))
+  -- b: the turn follows the last one at its interval (the channel is busy),
+  -- so its end measures what a post takes here (endPostTurn's c).
+  redis.call('HSET', KEYS[1], 'p', id, 'pu', string.format('%.3f', at), 'b', (slot + lead >= now) and '1' or '0')
   return {1, math.ceil(at - now)}
 end
 -- The holder's slot plus an interval is the earliest the next one can go
@@ -150,15 +152,22 @@ return {0, math.max(math.ceil(back - now), 1)}
 // caller hands it the turn by making its job due (PullPostJob).
 var endPostTurn = redis.NewScript(`
 local now = tonumber(ARGV[1])
-local st = redis.call('HMGET', KEYS[1], 'p', 't')
-if st[1] == ARGV[2] then redis.call('HDEL', KEYS[1], 'p', 'pu') end
+local st = redis.call('HMGET', KEYS[1], 'p', 't', 'b')
+local mine = st[1] == ARGV[2]
+if mine then redis.call('HDEL', KEYS[1], 'p', 'pu', 'b') end
 local last = tonumber(st[2] or '0')
 if last < now then
   redis.call('HSET', KEYS[1], 't', string.format('%.3f', now))
-  -- The time from the previous turn's end to this one's (at most 10 s):
-  -- what a post really takes in this channel, job queue included, which
-  -- the posts waiting are told to expect per post ahead of them.
-  if last > 0 then redis.call('HSET', KEYS[1], 'c', string.format('%.3f', math.min(now - last, 10000))) end
+  -- In a busy channel (the turn followed the last at its interval), the
+  -- time from the previous turn's end to this one's (at most 10 s): what a
+  -- post really takes in this channel, job queue included, which the posts
+  -- waiting are told to expect per post ahead of them. After an idle
+  -- spell it measures nothing: no estimate then (an interval per post).
+  if mine and st[3] == '1' and last > 0 then
+    redis.call('HSET', KEYS[1], 'c', string.format('%.3f', math.min(now - last, 10000)))
+  elseif mine then
+    redis.call('HDEL', KEYS[1], 'c')
+  end
 end
 if ARGV[3] == '1' then
   redis.call('ZADD', KEYS[2], 'NX', ARGV[4], ARGV[2])
@@ -208,11 +217,13 @@ func (s *Store) QueuePost(ctx context.Context, t PostTurn) error {
 //	KEYS[1], KEYS[2] -> as takePostTurn's
 //	ARGV[1] -> request id
 //
-// Returns -1.
+// Returns the post now at the head of the queue when no post holds the
+// turn ("" otherwise, or when none waits): the caller hands it the turn.
 var leavePostQueue = redis.NewScript(`
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[1], 'w:' .. ARGV[1])
-return -1
+if redis.call('HEXISTS', KEYS[1], 'p') == 1 then return '' end
+return redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
 `)
 
 // holdPace holds a channel until ARGV[1] + ARGV[2] ms (after a 429), never
@@ -310,9 +321,17 @@ func (s *Store) ReturnPostTurn(ctx context.Context, t PostTurn, back time.Durati
 
 // LeavePostQueue removes a post from its channel's queue: its request will
 // not be posted (it closed first), or is posted already.
+//
+// A post waiting behind it while the channel is idle gets the turn at once
+// (its job made due, as EndPostTurn's caller does): the post it waited for
+// will not come to hand it on.
 func (s *Store) LeavePostQueue(ctx context.Context, t PostTurn) error {
-	if err := leavePostQueue.Run(ctx, s.rdb, s.paceKeys(t.Channel), t.ID).Err(); err != nil {
+	next, err := leavePostQueue.Run(ctx, s.rdb, s.paceKeys(t.Channel), t.ID).Text()
+	if err != nil {
 		return fmt.Errorf("store: remove %s from the queue of %s: %w", t.ID, t.Channel, err)
+	}
+	if next != "" && next != t.ID {
+		return s.PullPostJob(ctx, next, s.now())
 	}
 	return nil
 }
