@@ -72,8 +72,8 @@ const Shards = 16
 //	<p>:{grants}:agent:<agent>         zset    the agent's live grants, score = expiry ms
 //	<p>:pace:{<channel>}               hash    a channel's posting pace (pace.go): t = when the last post's call to
 //	                                           Slack ended (ms), h = held until (ms, a 429), p = the request whose
-//	                                           post holds the turn, pu = its slot (ms), b = "1" when that turn
-//	                                           followed the last at its interval, c = the time between the last
+//	                                           post holds the turn, pu = its slot (ms), b = "1" when that post
+//	                                           arrived before the last turn ended, c = the time between the last
 //	                                           two turns' ends in a busy channel (ms), w:<request id> = the earliest
 //	                                           that waiting post's turn can come (ms); its own hash tag, one slot
 //	                                           per channel

@@ -108,9 +108,10 @@ if rank == 0 and not busy and slot <= now + lead and ready <= now then
   local at = math.max(slot, now)
   redis.call('ZREM', KEYS[2], id)
   redis.call('HDEL', KEYS[1], 'w:' .. id)
-  -- b: the turn follows the last one at its interval (the channel is busy),
-  -- so its end measures what a post takes here (endPostTurn's c).
-  redis.call('HSET', KEYS[1], 'p', id, 'pu', string.format('%.3f', at), 'b', (slot + lead >= now) and '1' or '0')
+  -- b: the post arrived before the last turn ended, so it waited for it
+  -- (the channel is busy): its end measures what a post takes here
+  -- (endPostTurn's c).
+  redis.call('HSET', KEYS[1], 'p', id, 'pu', string.format('%.3f', at), 'b', (tonumber(ARGV[4]) < tonumber(st[1] or '0')) and '1' or '0')
   return {1, math.ceil(at - now)}
 end
 -- The holder's slot plus an interval is the earliest the next one can go
@@ -158,7 +159,7 @@ if mine then redis.call('HDEL', KEYS[1], 'p', 'pu', 'b') end
 local last = tonumber(st[2] or '0')
 if last < now then
   redis.call('HSET', KEYS[1], 't', string.format('%.3f', now))
-  -- In a busy channel (the turn followed the last at its interval), the
+  -- In a busy channel (the post waited for the last turn to end), the
   -- time from the previous turn's end to this one's (at most 10 s): what a
   -- post really takes in this channel, job queue included, which the posts
   -- waiting are told to expect per post ahead of them. After an idle
