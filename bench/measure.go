@@ -89,12 +89,45 @@ func infoFloat(info, field string) float64 {
 }
 
 // closedLoop runs conc senders against url for warm + d and counts what
-// completes in d.
+// completes in d, with the CPU this process and redis-server spent then.
 func (e *env) closedLoop(url string, conc int, warm, d time.Duration) Throughput {
 	c := newClient()
 	defer c.CloseIdleConnections()
+	var cpu0, r0, cpu1, r1 float64
+	w := runClosedLoop(conc, warm, d, func() error {
+		return post(c, url, e.requestBody(fmt.Sprintf("b%d", e.seq.Add(1))))
+	}, func(start bool) {
+		if start {
+			cpu0, r0 = processCPU(), e.redisCPU()
+		} else {
+			cpu1, r1 = processCPU(), e.redisCPU()
+		}
+	})
+	t := Throughput{Requests: w.ok, Errors: w.failed, Seconds: w.stopped.Sub(w.start).Seconds(),
+		ProcessCPU: cpu1 - cpu0, RedisCPU: r1 - r0}
+	t.PerSecond = float64(t.Requests) / t.Seconds
+	if t.Requests > 0 {
+		t.CPUPer1000 = t.ProcessCPU / float64(t.Requests) * 1000
+		t.RedisPer1000 = t.RedisCPU / float64(t.Requests) * 1000
+	}
+	return t
+}
+
+// window is what a closed loop did: the sends that succeeded or failed
+// while it counted, all that succeeded (warm-up and the sends in flight at
+// the end included), when counting started and stopped, and when the last
+// send in flight was answered.
+type window struct {
+	ok, failed, allOK       int64
+	start, stopped, drained time.Time
+}
+
+// runClosedLoop runs conc senders, each calling send again as soon as it
+// returns, for warm and then d, counting the sends of d. mark is called
+// (on the caller's goroutine) as counting starts (true) and stops (false).
+func runClosedLoop(conc int, warm, d time.Duration, send func() error, mark func(start bool)) window {
 	var counting atomic.Bool
-	var n, errs atomic.Int64
+	var ok, failed, allOK atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range conc {
@@ -105,33 +138,34 @@ func (e *env) closedLoop(url string, conc int, warm, d time.Duration) Throughput
 					return
 				default:
 				}
-				err := post(c, url, e.requestBody(fmt.Sprintf("b%d", e.seq.Add(1))))
+				err := send()
+				if err == nil {
+					allOK.Add(1)
+				}
 				if counting.Load() {
 					if err != nil {
-						errs.Add(1)
+						failed.Add(1)
 					} else {
-						n.Add(1)
+						ok.Add(1)
 					}
 				}
 			}
 		})
 	}
 	time.Sleep(warm)
-	cpu0, r0, t0 := processCPU(), e.redisCPU(), time.Now()
+	var w window
+	mark(true)
+	w.start = time.Now()
 	counting.Store(true)
 	time.Sleep(d)
 	counting.Store(false)
-	el, cpu1, r1 := time.Since(t0), processCPU(), e.redisCPU()
+	w.stopped = time.Now()
+	mark(false)
 	close(stop)
 	wg.Wait()
-	t := Throughput{Requests: n.Load(), Errors: errs.Load(), Seconds: el.Seconds(),
-		ProcessCPU: cpu1 - cpu0, RedisCPU: r1 - r0}
-	t.PerSecond = float64(t.Requests) / t.Seconds
-	if t.Requests > 0 {
-		t.CPUPer1000 = t.ProcessCPU / float64(t.Requests) * 1000
-		t.RedisPer1000 = t.RedisCPU / float64(t.Requests) * 1000
-	}
-	return t
+	w.drained = time.Now()
+	w.ok, w.failed, w.allOK = ok.Load(), failed.Load(), allOK.Load()
+	return w
 }
 
 // openLoop sends at rate for d, each request on its own goroutine at its

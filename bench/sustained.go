@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -58,48 +56,18 @@ func (e *env) measureSustained(conc, channels int, interval, d time.Duration) (S
 
 	c := newClient()
 	defer c.CloseIdleConnections()
-	var counting atomic.Bool
-	var total, n, errs atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range conc {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				i := e.seq.Add(1)
-				body := bytes.Replace(bodies[int(i)%channels], []byte(exampleID), fmt.Appendf(nil, "s%d", i), 1)
-				err := post(c, in.http.URL, body)
-				if err == nil {
-					total.Add(1)
-				}
-				if counting.Load() {
-					if err != nil {
-						errs.Add(1)
-					} else {
-						n.Add(1)
-					}
-				}
-			}
-		})
-	}
-	time.Sleep(min(time.Second, d/5))
-	t0 := time.Now()
-	counting.Store(true)
-	time.Sleep(d)
-	counting.Store(false)
-	close(stop)
-	wg.Wait() // the requests in flight are answered: none is accepted later
-	t1 := time.Now()
+	w := runClosedLoop(conc, min(time.Second, d/5), d, func() error {
+		i := e.seq.Add(1)
+		return post(c, in.http.URL, bytes.Replace(bodies[int(i)%channels], []byte(exampleID), fmt.Appendf(nil, "s%d", i), 1))
+	}, func(bool) {})
+	// Up to when the requests in flight were answered: none is accepted later.
+	t0, t1 := w.start, w.drained
 	s.Seconds = t1.Sub(t0).Seconds()
-	s.Accepted, s.Errors = n.Load(), errs.Load()
+	s.Accepted, s.Errors = w.ok, w.failed
 	s.AcceptedPS = float64(s.Accepted) / s.Seconds
 	s.Posted = posts.between(t0, t1)
 	s.PostedPS = float64(s.Posted) / s.Seconds
-	s.TotalAccepted = total.Load()
+	s.TotalAccepted = w.allOK
 	s.Backlog = s.TotalAccepted - int64(posts.between(time.Time{}, t1))
 
 	giveUp := 2*time.Minute + time.Duration(max(s.Backlog, 0))*10*time.Millisecond
