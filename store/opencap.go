@@ -18,10 +18,11 @@ import (
 //  1. ReserveOpen adds the request as a reservation (score: its deadline)
 //     only while the agent has fewer members than its cap (reserveOpen,
 //     one script, so concurrent intakes on any replica cannot all squeeze
-//     in). The create then runs under WriteBy(OpenSlot.CreateBy), a fence
-//     that Redis itself fails once that time passed, which is well before
-//     the reservation's deadline.
-//  2. ConfirmOpen makes it a confirmed member once the create committed;
+//     in); store.Admit does it in the same script as the rate. The create
+//     then runs under WriteBy(OpenSlot.CreateBy), a deadline its script
+//     checks against Redis's own clock, well before the reservation's.
+//  2. ConfirmOpen (or ConfirmOpenLater, off intake's path) makes it a
+//     confirmed member once the create committed;
 //     SettleOpen confirms or releases it when the create did not create
 //     (a resubmission, a conflict, a refusal). A request already counted
 //     takes no slot (Held): its member becomes this intake's reservation,

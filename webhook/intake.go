@@ -37,7 +37,7 @@ func selfLink(id string) string { return "/v1/requests/" + id }
 // then a slot under its cap of open requests; a resubmission passes, see
 // withinLimits), check the workspace's authorization policy (a refusal is
 // audited, the request not stored), store with its Slack post queued (one
-// atomic step, fenced by the slot's reservation), settle the slot, answer
+// atomic step, under the slot reservation's write deadline), settle the slot, answer
 // 202. It never waits for Slack.
 func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 	ctx := r.Context()

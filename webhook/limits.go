@@ -228,7 +228,7 @@ func (a *API) withinLimits(ctx context.Context, w http.ResponseWriter, r *http.R
 
 // openLease is how long a reservation of an open-request slot outlives an
 // intake that died before settling it: twice the request's Redis deadline,
-// so the create (fenced at half of it, store.OpenSlot.CreateBy) is over
+// so the create (its write deadline at half of it, store.OpenSlot.CreateBy) is over
 // long before, even if the processes' clocks disagree by a second or two.
 func (a *API) openLease() time.Duration { return 2 * a.opts.StoreTimeout }
 
@@ -246,18 +246,15 @@ func (a *API) settleSlot(ctx context.Context, slot store.OpenSlot, created bool,
 	if createErr != nil && store.Unavailable(createErr) && !errors.Is(createErr, store.ErrWriteDeadline) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.StoreTimeout)
-	defer cancel()
-	var err error
 	if createErr == nil && created {
 		// Off the answer's path: an unconfirmed reservation counts until
 		// reconcile confirms it, so a confirmation lost changes nothing.
 		a.opts.Store.ConfirmOpenLater(slot)
 		return
-	} else {
-		err = a.opts.Store.SettleOpen(ctx, slot)
 	}
-	if err != nil {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.StoreTimeout)
+	defer cancel()
+	if err := a.opts.Store.SettleOpen(ctx, slot); err != nil {
 		a.log.WarnContext(ctx, "intake: could not settle the open request slot; reconcile will", "error", err)
 	}
 }
