@@ -152,30 +152,9 @@ func isWrite(cmd redis.Cmder) bool {
 	return strings.Contains(key, ":req:")
 }
 
-// isIntakeScript reports whether cmd is one of the scripts intake sends
-// through the store's automatic pipeliner (store/batched.go): its limits
-// (a rate key), its write (a request's hash) or its post's queuing (a pace
-// key).
-func isIntakeScript(cmd redis.Cmder) bool {
-	args := cmd.Args()
-	if n := cmd.Name(); (n != "evalsha" && n != "eval") || len(args) < 4 {
-		return false
-	}
-	key, _ := args[3].(string)
-	return strings.Contains(key, ":req:") || strings.Contains(key, ":rate:") || strings.Contains(key, ":pace:")
-}
-
 func (f *freezer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		mode, thaw := f.state()
-		if _, ok := ctx.Deadline(); !ok && slices.ContainsFunc(cmds, isIntakeScript) {
-			// A batch of the automatic pipeliner runs on a context without
-			// deadline, while its callers wait under intake's deadline,
-			// within bound: against a frozen server they fail at once.
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, f.bound)
-			defer cancel()
-		}
 		// A transaction, or a pipeline carrying a write script (a create
 		// goes out with its post's queuing): held as one.
 		tx := len(cmds) > 0 && cmds[0].Name() == "multi" || slices.ContainsFunc(cmds, isWrite)

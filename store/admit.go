@@ -74,7 +74,7 @@ func (s *Store) Admit(ctx context.Context, agent, id string, rate Rate, maxOpen 
 	now := s.nowMs()
 	slot := OpenSlot{agent: agent, id: id, score: now + lease.Milliseconds(), CreateBy: time.Now().Add(lease / 2)}
 	per := max(rate.Per.Milliseconds(), 1)
-	res, err := s.runScript(ctx, admitIntake, []string{s.keys.rate(agent), s.keys.openCount(agent), s.keys.openMeta(agent)},
+	res, err := admitIntake.Run(ctx, s.rdb, []string{s.keys.rate(agent), s.keys.openCount(agent), s.keys.openMeta(agent)},
 		now, per, rate.Count, rate.Burst, "1",
 		now, slot.score, maxOpen, id, OpenReconcileEvery.Milliseconds(), openConfirmedArg).Slice()
 	if err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -78,14 +79,21 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 // itself when it runs (TakePostTurn).
 func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn) (cursor string, queued bool, err error) {
 	keys, argv := w.args(reqKey)
-	// Both sent before either is read: one round trip (batched.go).
-	paceKeys, paceArgs := s.paceKeys(turn.Channel), []any{turn.ID, arrivalMs(turn.Arrival), queueTTL.Milliseconds()}
-	q := s.sendScript(ctx, queuePost, paceKeys, paceArgs...)
-	a := s.sendScript(ctx, applyWrite, keys, argv...)
-	added, _ := q.wait(ctx, s, queuePost, paceKeys, paceArgs...).Int()
-	res, err := a.wait(ctx, s, applyWrite, keys, argv...).StringSlice()
+	pipe := s.rdb.Pipeline()
+	q := queuePost.EvalSha(ctx, pipe, s.paceKeys(turn.Channel), turn.ID, arrivalMs(turn.Arrival), queueTTL.Milliseconds())
+	a := applyWrite.EvalSha(ctx, pipe, keys, argv...)
+	_, execErr := pipe.Exec(ctx) // each command's error is read below
+	if redis.HasErrorPrefix(q.Err(), "NOSCRIPT") {
+		q = queuePost.Run(ctx, s.rdb, s.paceKeys(turn.Channel), turn.ID, arrivalMs(turn.Arrival), queueTTL.Milliseconds())
+	}
+	added, _ := q.Int()
+	if redis.HasErrorPrefix(a.Err(), "NOSCRIPT") {
+		cursor, err = s.apply(ctx, reqKey, w) // Run loads the script
+		return cursor, added == 1, err
+	}
+	res, err := a.StringSlice()
 	if err == nil && len(res) == 0 {
-		err = errors.New("store: no answer from the write script")
+		err = cmp.Or(execErr, errors.New("store: no answer from the write script"))
 	}
 	if err != nil {
 		return "", added == 1, err

@@ -85,9 +85,6 @@ type Store struct {
 	}
 	// docs: parsed documents for LoadShared.
 	docs *docCache
-	// batched is rdb's automatic pipeliner (batched.go), nil when it has
-	// none: intake's scripts from concurrent requests share round trips.
-	batched *redis.AutoPipeliner
 }
 
 // New returns a Store over rdb, which may be a standalone, Sentinel or
@@ -114,7 +111,6 @@ func New(rdb redis.UniversalClient, opts Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.batched = autoPipelined(rdb)
 	return s, nil
 }
 
