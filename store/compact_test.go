@@ -88,8 +88,35 @@ func testCompactRequest(t *testing.T, f retentionFixture) {
 	if err := s.RecordPost(f.ctx, id, "C0APPROVALS", "1700000000.000100", 1, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if h := rdb.HGetAll(f.ctx, f.key(shardOf(id), "req:"+id)).Val(); h["slack_ts"] == "" || h["post_attempts"] != "" || h["post_first_ms"] != "" {
+	h = rdb.HGetAll(f.ctx, f.key(shardOf(id), "req:"+id)).Val()
+	if h["slack_ts"] == "" || h["post_attempts"] != "" || h["post_first_ms"] != "" {
 		t.Errorf("posted at the first attempt, the request holds %v", h)
+	}
+	// Showing version 1, as nearly every post does: not written, read as 1.
+	if v, ok := h["rendered_version"]; ok {
+		t.Errorf("rendered_version %q is stored; 1 need not be", v)
+	}
+	if got := f.mustGet(t, id); got.Slack.RenderedVersion != 1 || got.Version != 1 {
+		t.Errorf("posted request reads rendered version %d (version %d), want 1", got.Slack.RenderedVersion, got.Version)
+	}
+	// Redis sizes a hash's table for the most fields it ever held: a posted
+	// request of the seed's shape (no response_url, reviewers or events URL)
+	// keeps to 16 once its permalink is in, and never held more (the
+	// change deletes before it sets).
+	if err := s.SetPermalink(f.ctx, id, "https://example.slack.com/archives/C0APPROVALS/p1700000000000100"); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.HLen(f.ctx, f.key(shardOf(id), "req:"+id)).Val(); n > 16 {
+		t.Errorf("a posted request holds %d fields: more than 16 doubles its hash table", n)
+	}
+	// A message found rather than sent shows no version yet: 0, stored.
+	found := "compact-found"
+	f.mustCreate(t, newReq(found, "agent-a"))
+	if err := s.RecordPost(f.ctx, found, "C0APPROVALS", "1700000000.000200", 0, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.mustGet(t, found); got.Slack.RenderedVersion != 0 || !got.Posted() {
+		t.Errorf("found message reads rendered version %d (posted %v), want 0", got.Slack.RenderedVersion, got.Posted())
 	}
 	raw, err := rdb.XRange(f.ctx, f.key(shardOf(id), "events"), "-", "+").Result()
 	if err != nil || len(raw) != 1 {

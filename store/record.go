@@ -237,7 +237,7 @@ func decodeRecord(id string, h map[string]string) Record {
 			TS:              h["slack_ts"],
 			Permalink:       h["permalink"],
 			PostedAt:        fromMs(num("posted_ms")),
-			RenderedVersion: num("rendered_version"),
+			RenderedVersion: renderedVersion(h),
 			Error:           h["post_error"],
 			ErrorPermanent:  h["post_error_permanent"] == "1",
 			Attempts:        int(num("post_attempts")),
@@ -358,7 +358,7 @@ func (s *Store) MarkPosted(ctx context.Context, id, channel, ts string, rendered
 
 // MarkSynced records that the message now shows renderedVersion.
 func (s *Store) MarkSynced(ctx context.Context, id string, renderedVersion int64) error {
-	return s.set(ctx, id, "mark synced", "rendered_version", renderedVersion)
+	return s.set(ctx, id, "mark synced", renderedVersionField, renderedVersion)
 }
 
 // SetPermalink stores the message's permalink. With HomeJobs it schedules
@@ -426,6 +426,26 @@ func (s *Store) SetMentions(ctx context.Context, id string, mentions []string, m
 // reviewerIdxField is the request hash field listing the users it is filed
 // under in the reviewer indexes (JSON list).
 const reviewerIdxField = "reviewer_idx"
+
+// renderedVersionField is the version a posted request's message shows
+// (SlackState.RenderedVersion). RecordPost leaves it out when it is 1, as
+// it is for nearly every post: renderedVersion reads it back.
+const renderedVersionField = "rendered_version"
+
+// renderedVersion decodes renderedVersionField: absent on a posted request
+// it is 1 (records posted before it could be absent always have it), on
+// one not posted 0.
+func renderedVersion(h map[string]string) int64 {
+	v, ok := h[renderedVersionField]
+	if !ok {
+		if h["slack_ts"] != "" {
+			return 1
+		}
+		return 0
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
+}
 
 // noRequesterField marks a request that names no requester (NewRequest.NoRequester).
 const noRequesterField = "no_requester"

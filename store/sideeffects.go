@@ -140,10 +140,17 @@ func (s *Store) RecordPost(ctx context.Context, id, channel, ts string, rendered
 			return nil, ErrPostedElsewhere
 		}
 		ch := &Change{
-			set: map[string]any{"slack_channel": channel, "slack_ts": ts, "posted_ms": s.nowMs(),
-				"rendered_version": renderedVersion},
+			set:   map[string]any{"slack_channel": channel, "slack_ts": ts, "posted_ms": s.nowMs()},
 			del:   []string{"post_error", "post_error_permanent"},
 			Audit: []AuditEvent{{Event: "posted", Actor: "system", Data: map[string]any{"channel": channel, "ts": ts}}},
+		}
+		if renderedVersion == 1 {
+			// The usual case, not written: a posted request's absent
+			// rendered_version reads as 1 (decodeRecord), one hash field
+			// fewer (issue #17: 16 fields keep the hash's table small).
+			ch.del = append(ch.del, renderedVersionField)
+		} else {
+			ch.set[renderedVersionField] = renderedVersion
 		}
 		if !rec.Posted() && rec.Slack.Attempts <= 1 {
 			// One attempt, now recorded: no other can have posted a
