@@ -21,6 +21,7 @@ func TestSmoke(t *testing.T) {
 		Duration: 300 * time.Millisecond, Concurrency: 4, Rates: []float64{60, 80},
 		MemoryN: 20, BurstN: 20, BurstInterval: 20 * time.Millisecond,
 		ClickRate: 40, SustainedC: 4, Channels: 4, SustainedPace: time.Millisecond,
+		SustainedRates: []float64{50},
 	}
 	for _, m := range measurements {
 		cfg.Only[m] = true
@@ -75,9 +76,16 @@ func TestSmoke(t *testing.T) {
 		s.TotalPosted != s.TotalAccepted || s.Backlog < 0 || s.Posted > int(s.TotalAccepted) {
 		t.Errorf("sustained: %+v", s)
 	}
+	if len(r.SustainedAt) != 1 {
+		t.Fatalf("sustained open loops: %d, want one per rate", len(r.SustainedAt))
+	}
+	if s := r.SustainedAt[0]; s.Rate != 50 || s.Accepted != 15 || s.Errors != 0 || !s.Drained ||
+		s.TotalPosted != s.TotalAccepted || s.Backlog < 0 || s.Posted > int(s.TotalAccepted) {
+		t.Errorf("sustained at 50/s for 300ms: want 15 accepted, all posted: %+v", s)
+	}
 	var out strings.Builder
 	printTable(&out, r, cfg)
-	for _, want := range []string{"Machine:", "Intake, closed loop", "open loop", "never posted (no job runner): MEMORY USAGE", "posted (runner ran, queue quiet): MEMORY USAGE", "Burst of 20", "Click ack", "Sustained end-to-end"} {
+	for _, want := range []string{"Machine:", "Intake, closed loop", "open loop", "never posted (no job runner): MEMORY USAGE", "posted (runner ran, queue quiet): MEMORY USAGE", "Burst of 20", "Click ack", "Sustained end-to-end", "open loop 50 req/s"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

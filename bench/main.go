@@ -20,7 +20,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,7 +47,10 @@ type Config struct {
 	SustainedC    int     // closed-loop senders of the sustained run
 	Channels      int     // channels the sustained run spreads over
 	SustainedPace time.Duration
-	LogLevel      slog.Level // the bots' log lines at or above it go to Run's log writer
+	// SustainedRates: one open-loop sustained run per rate, after the
+	// closed loop.
+	SustainedRates []float64
+	LogLevel       slog.Level // the bots' log lines at or above it go to Run's log writer
 }
 
 // Machine is where the run was.
@@ -63,14 +65,15 @@ type Machine struct {
 
 // Results is everything one run measured; a section is nil when skipped.
 type Results struct {
-	Machine      Machine    `json:"machine"`
-	Intake       *Intake    `json:"intake,omitempty"`
-	Latency      []OpenLoop `json:"latency,omitempty"`       // one per -rate
-	Memory       *Memory    `json:"memory,omitempty"`        // never posted
-	MemoryPosted *Memory    `json:"memory_posted,omitempty"` // the same after the runner posted them
-	Burst        *Burst     `json:"burst,omitempty"`
-	Clicks       *Clicks    `json:"clicks,omitempty"`
-	Sustained    *Sustained `json:"sustained,omitempty"`
+	Machine      Machine     `json:"machine"`
+	Intake       *Intake     `json:"intake,omitempty"`
+	Latency      []OpenLoop  `json:"latency,omitempty"`       // one per -rate
+	Memory       *Memory     `json:"memory,omitempty"`        // never posted
+	MemoryPosted *Memory     `json:"memory_posted,omitempty"` // the same after the runner posted them
+	Burst        *Burst      `json:"burst,omitempty"`
+	Clicks       *Clicks     `json:"clicks,omitempty"`
+	Sustained    *Sustained  `json:"sustained,omitempty"`
+	SustainedAt  []Sustained `json:"sustained_open_loop,omitempty"` // one per -sustained-rate
 }
 
 var measurements = []string{"intake", "latency", "memory", "burst", "clicks", "sustained"}
@@ -87,6 +90,7 @@ func main() {
 	flag.Float64Var(&cfg.ClickRate, "click-rate", 500, "click-ack open-loop rate, clicks/s")
 	flag.IntVar(&cfg.SustainedC, "sustained-c", 64, "closed-loop senders of the sustained end-to-end run")
 	flag.IntVar(&cfg.Channels, "channels", 64, "channels the sustained run's requests spread over")
+	sustainedRates := flag.String("sustained-rate", "1000,2000", "open-loop rates of the sustained end-to-end run, requests/s, comma-separated (empty: none)")
 	flag.DurationVar(&cfg.SustainedPace, "sustained-interval", time.Millisecond, "per-channel posting pace of the bot in the sustained run (the emulator does not enforce one)")
 	flag.TextVar(&cfg.LogLevel, "log", slog.LevelError, "the bots' log level on stderr (e.g. WARN shows why a click was not recorded)")
 	asJSON := flag.Bool("json", false, "print JSON instead of a table")
@@ -104,9 +108,15 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	var err error
-	if cfg.Rates, err = parseRates(*rates); err != nil {
+	if cfg.Rates, err = parseRates("-rate", *rates); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
+	}
+	if *sustainedRates != "" {
+		if cfg.SustainedRates, err = parseRates("-sustained-rate", *sustainedRates); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
 	}
 	cfg.Only = map[string]bool{}
 	for _, m := range strings.Split(*only, ",") {
@@ -196,6 +206,13 @@ func Run(cfg Config, logw io.Writer) (Results, error) {
 		if err != nil {
 			return r, err
 		}
+		for _, rate := range cfg.SustainedRates {
+			v, err := e.measureSustainedAt(rate, cfg.Channels, cfg.SustainedPace, cfg.Duration)
+			r.SustainedAt = append(r.SustainedAt, v)
+			if err != nil {
+				return r, err
+			}
+		}
 	}
 	return r, nil
 }
@@ -280,6 +297,9 @@ func printTable(out io.Writer, r Results, cfg Config) {
 	if s := r.Sustained; s != nil {
 		printSustained(w, s, cfg)
 	}
+	for i := range r.SustainedAt {
+		printSustained(w, &r.SustainedAt[i], cfg)
+	}
 	_ = w.Flush()
 }
 
@@ -300,8 +320,9 @@ func firstErrors(bot, floor Latency) string {
 	return strings.Join(out, "; ")
 }
 
-// parseRates reads -rate: positive requests/s, comma-separated.
-func parseRates(s string) ([]float64, error) {
+// parseRates reads the flag name's rates: positive requests/s,
+// comma-separated.
+func parseRates(name, s string) ([]float64, error) {
 	var rates []float64
 	for _, f := range strings.Split(s, ",") {
 		if f = strings.TrimSpace(f); f == "" {
@@ -309,12 +330,12 @@ func parseRates(s string) ([]float64, error) {
 		}
 		v, err := strconv.ParseFloat(f, 64)
 		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("-rate: %q is not a positive rate", f)
+			return nil, fmt.Errorf("%s: %q is not a positive rate", name, f)
 		}
 		rates = append(rates, v)
 	}
 	if len(rates) == 0 {
-		return nil, errors.New("-rate: no rate")
+		return nil, fmt.Errorf("%s: no rate", name)
 	}
 	return rates, nil
 }
