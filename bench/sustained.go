@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 )
 
@@ -33,67 +34,92 @@ type Sustained struct {
 	TotalPosted   int64   `json:"total_posted"`   // after draining: more than accepted means doubles
 }
 
-// measureSustained runs conc closed-loop senders for warm + d against a bot
-// whose job runner runs in the same process, with the product's defaults
-// (32 workers, 250 ms poll), request i going to channel i mod channels, the
-// bot pacing each channel at interval and the emulator answering every post
-// at once (no enforced pace): the limit measured is approvalbot's, not
-// Slack's. It counts what intake accepted and what the emulator accepted as
-// posts over the same window, then stops sending and waits for the backlog
-// to drain.
-func (e *env) measureSustained(conc, channels int, interval, d time.Duration) (Sustained, error) {
-	s := Sustained{Concurrency: conc, Channels: channels, IntervalMs: ms(interval)}
-	posts := &postCounter{}
-	in, err := e.newBot(e.prefix("sustained"), countingEmulator(channels, posts), interval)
-	if err != nil {
-		return s, err
-	}
-	defer in.Close()
-	bodies := make([][]byte, channels)
-	for i := range bodies {
-		if bodies[i], err = e.channelBody(benchChannel(i)); err != nil {
-			return s, err
-		}
-	}
-	defer in.startJobs()()
-
-	c := newClient()
-	defer c.CloseIdleConnections()
-	w := runClosedLoop(conc, min(time.Second, d/5), d, func() error {
-		i := e.seq.Add(1)
-		return post(c, in.http.URL, bytes.Replace(bodies[int(i)%channels], []byte(exampleID), fmt.Appendf(nil, "s%d", i), 1))
-	}, func(bool) {})
-	// Up to when the requests in flight were answered: none is accepted later.
-	t0, t1 := w.start, w.drained
-	s.Seconds = t1.Sub(t0).Seconds()
-	s.Accepted, s.Errors = w.ok, w.failed
-	s.AcceptedPS = float64(s.Accepted) / s.Seconds
-	s.Posted = posts.between(t0, t1)
-	s.PostedPS = float64(s.Posted) / s.Seconds
-	s.TotalAccepted = w.allOK
-	s.Backlog = s.TotalAccepted - int64(posts.between(time.Time{}, t1))
-
-	giveUp := 2*time.Minute + time.Duration(max(s.Backlog, 0))*10*time.Millisecond
-	s.Drained = waitPosts(posts, int(s.TotalAccepted), giveUp) == nil
-	if s.Drained && s.Backlog > 0 {
-		s.DrainSeconds = posts.last().Sub(t1).Seconds()
-	}
-	if err := in.waitQuiet(time.Minute); err != nil {
-		return s, fmt.Errorf("sustained: %w", err)
-	}
-	return s, s.finish(posts, giveUp)
+// sustainedBot is what both sustained runs share: a bot whose job runner
+// runs in the same process, with the product's defaults (32 workers, 250 ms
+// poll), pacing each channel at interval, and an emulator that answers every
+// post at once (no enforced pace) and counts them: the limit measured is
+// approvalbot's, not Slack's.
+type sustainedBot struct {
+	in       *instance
+	posts    *postCounter
+	bodies   [][]byte // one per channel
+	stopJobs func()
 }
 
-// finish counts what was posted in all and says what went wrong.
-func (s *Sustained) finish(posts *postCounter, giveUp time.Duration) error {
-	s.TotalPosted = posts.n.Load()
+func (e *env) startSustained(name string, channels int, interval time.Duration) (*sustainedBot, error) {
+	b := &sustainedBot{posts: &postCounter{}, bodies: make([][]byte, channels)}
+	var err error
+	if b.in, err = e.newBot(e.prefix(name), countingEmulator(channels, b.posts), interval); err != nil {
+		return nil, err
+	}
+	for i := range b.bodies {
+		if b.bodies[i], err = e.channelBody(benchChannel(i)); err != nil {
+			b.in.Close()
+			return nil, err
+		}
+	}
+	b.stopJobs = b.in.startJobs()
+	return b, nil
+}
+
+func (b *sustainedBot) Close() {
+	b.stopJobs()
+	b.in.Close()
+}
+
+// send posts request i (to channel i mod channels) under the id tag+seq.
+func (b *sustainedBot) send(c *http.Client, i int, id string) error {
+	return post(c, b.in.http.URL, bytes.Replace(b.bodies[i%len(b.bodies)], []byte(exampleID), []byte(id), 1))
+}
+
+// settle counts the posts of the window t0–t1 (s.Accepted and
+// s.TotalAccepted set), then waits for the backlog to drain and the bot
+// to be quiet.
+func (b *sustainedBot) settle(s *Sustained, t0, t1 time.Time) error {
+	s.Seconds = t1.Sub(t0).Seconds()
+	s.AcceptedPS = float64(s.Accepted) / s.Seconds
+	s.Posted = b.posts.between(t0, t1)
+	s.PostedPS = float64(s.Posted) / s.Seconds
+	s.Backlog = s.TotalAccepted - int64(b.posts.between(time.Time{}, t1))
+
+	giveUp := 2*time.Minute + time.Duration(max(s.Backlog, 0))*10*time.Millisecond
+	s.Drained = waitPosts(b.posts, int(s.TotalAccepted), giveUp) == nil
+	if s.Drained && s.Backlog > 0 {
+		s.DrainSeconds = b.posts.last().Sub(t1).Seconds()
+	}
+	if err := b.in.waitQuiet(time.Minute); err != nil {
+		return fmt.Errorf("sustained: %w", err)
+	}
+	s.TotalPosted = b.posts.n.Load()
 	if s.Accepted == 0 {
 		return fmt.Errorf("sustained: nothing accepted (%d errors)", s.Errors)
 	}
 	if !s.Drained {
-		return fmt.Errorf("sustained: backlog not drained after %v: %d of %d posted", giveUp, posts.n.Load(), s.TotalAccepted)
+		return fmt.Errorf("sustained: backlog not drained after %v: %d of %d posted", giveUp, s.TotalPosted, s.TotalAccepted)
 	}
 	return nil
+}
+
+// measureSustained runs conc closed-loop senders for warm + d against a
+// sustainedBot, request i going to channel i mod channels. It counts what
+// intake accepted and what the emulator accepted as posts over the same
+// window, then stops sending and waits for the backlog to drain.
+func (e *env) measureSustained(conc, channels int, interval, d time.Duration) (Sustained, error) {
+	s := Sustained{Concurrency: conc, Channels: channels, IntervalMs: ms(interval)}
+	b, err := e.startSustained("sustained", channels, interval)
+	if err != nil {
+		return s, err
+	}
+	defer b.Close()
+	c := newClient()
+	defer c.CloseIdleConnections()
+	w := runClosedLoop(conc, min(time.Second, d/5), d, func() error {
+		i := e.seq.Add(1)
+		return b.send(c, int(i), fmt.Sprintf("s%d", i))
+	}, func(bool) {})
+	// Up to when the requests in flight were answered: none is accepted later.
+	s.Accepted, s.Errors, s.TotalAccepted = w.ok, w.failed, w.allOK
+	return s, b.settle(&s, w.start, w.drained)
 }
 
 // measureSustainedAt is measureSustained with an open loop: requests go at
@@ -105,45 +131,22 @@ func (s *Sustained) finish(posts *postCounter, giveUp time.Duration) error {
 // only what intake does not use.)
 func (e *env) measureSustainedAt(rate float64, channels int, interval, d time.Duration) (Sustained, error) {
 	s := Sustained{Rate: rate, Channels: channels, IntervalMs: ms(interval)}
-	posts := &postCounter{}
-	in, err := e.newBot(e.prefix(fmt.Sprintf("sustained-%.0f", rate)), countingEmulator(channels, posts), interval)
+	b, err := e.startSustained(fmt.Sprintf("sustained-%.0f", rate), channels, interval)
 	if err != nil {
 		return s, err
 	}
-	defer in.Close()
-	bodies := make([][]byte, channels)
-	for i := range bodies {
-		if bodies[i], err = e.channelBody(benchChannel(i)); err != nil {
-			return s, err
-		}
-	}
-	defer in.startJobs()()
-
+	defer b.Close()
 	c := newClient()
 	defer c.CloseIdleConnections()
 	t0 := time.Now()
 	l := openLoop(rate, d, func(i int) func() error {
-		body := bytes.Replace(bodies[i%channels], []byte(exampleID), fmt.Appendf(nil, "o%d", e.seq.Add(1)), 1)
-		return func() error { return post(c, in.http.URL, body) }
+		id := fmt.Sprintf("o%d", e.seq.Add(1))
+		return func() error { return b.send(c, i, id) }
 	})
-	t1 := time.Now() // every request answered
-	s.Seconds = t1.Sub(t0).Seconds()
+	// Every request answered: none is accepted later.
 	s.Accepted, s.Errors = int64(l.Sent-l.Errors), int64(l.Errors)
-	s.AcceptedPS = float64(s.Accepted) / s.Seconds
-	s.Posted = posts.between(t0, t1)
-	s.PostedPS = float64(s.Posted) / s.Seconds
 	s.TotalAccepted = s.Accepted
-	s.Backlog = s.TotalAccepted - int64(posts.between(time.Time{}, t1))
-
-	giveUp := 2*time.Minute + time.Duration(max(s.Backlog, 0))*10*time.Millisecond
-	s.Drained = waitPosts(posts, int(s.TotalAccepted), giveUp) == nil
-	if s.Drained && s.Backlog > 0 {
-		s.DrainSeconds = posts.last().Sub(t1).Seconds()
-	}
-	if err := in.waitQuiet(time.Minute); err != nil {
-		return s, fmt.Errorf("sustained at %.0f/s: %w", rate, err)
-	}
-	return s, s.finish(posts, giveUp)
+	return s, b.settle(&s, t0, time.Now())
 }
 
 func printSustained(w io.Writer, s *Sustained, cfg Config) {
