@@ -22,6 +22,7 @@ import (
 	"github.com/approvalbot/approvalbot/bot"
 	"github.com/approvalbot/approvalbot/examples"
 	"github.com/approvalbot/approvalbot/internal/slackemu"
+	"github.com/approvalbot/approvalbot/slackout"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -185,7 +186,8 @@ func (e *env) newBot(prefix string, emu *slackemu.Server, postInterval time.Dura
 	}
 	svc, err := bot.NewService(bot.Deps{
 		Config: cfg, Store: st, Metrics: metrics, Registry: reg, Logger: e.logger,
-		Slack: slack.New(emu.Token(), slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(hc)),
+		Slack:     slack.New(emu.Token(), slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(hc)),
+		SlackChat: &slackout.ChatEndpoint{Client: hc, APIURL: emu.APIURL(), Token: emu.Token()},
 	})
 	if err != nil {
 		return nil, err

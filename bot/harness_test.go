@@ -19,6 +19,7 @@ import (
 	"github.com/approvalbot/approvalbot/bot"
 	"github.com/approvalbot/approvalbot/examples"
 	"github.com/approvalbot/approvalbot/internal/slackemu"
+	"github.com/approvalbot/approvalbot/slackout"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
 	"github.com/prometheus/client_golang/prometheus"
@@ -100,6 +101,7 @@ func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *s
 	deps := bot.Deps{
 		Metrics: metrics, Registry: reg, Logger: testLogger(t),
 		Slack:         slack.New(emu.Token(), slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(httpClient)),
+		SlackChat:     &slackout.ChatEndpoint{Client: httpClient, APIURL: emu.APIURL(), Token: emu.Token()},
 		RateLimitHold: 200 * time.Millisecond,
 		// Listings answer in the ack however loaded the machine is; the
 		// slow path (response_url) is tested in handlers.

@@ -61,6 +61,10 @@ type Deps struct {
 	// Now is the clock of intake, decisions and timers; it must be the
 	// store's (store.Options.Now). Default time.Now.
 	Now func() time.Time
+	// SlackChat is where requests' own messages are posted: the same
+	// chat.postMessage as Slack's, with a lighter read of its answer
+	// (slackout.ChatEndpoint). Nil posts them through Slack.
+	SlackChat *slackout.ChatEndpoint
 	// SocketMode is a Slack client carrying the app-level token
 	// (slack.OptionAppLevelToken), required when Config.SlackAppToken is
 	// set: Slack's requests then also arrive over Socket Mode.
@@ -144,7 +148,7 @@ func NewService(d Deps) (*Service, error) {
 	// Everything sent to Slack (slackout); the deadline and the agent's
 	// callback are the other jobs.
 	jobHandlers, err := slackout.Handlers(slackout.Options{
-		Slack: d.Slack, Store: d.Store, Core: decider, Directory: directory, Homes: slackHandlers,
+		Slack: d.Slack, Chat: d.SlackChat, Store: d.Store, Core: decider, Directory: directory, Homes: slackHandlers,
 		PostInterval: cfg.SlackPostInterval, RateLimitHold: d.RateLimitHold, Lease: cfg.JobLease,
 		Defaults: cfg.Policy().Defaults, Reminders: reminders,
 		Now: d.Now, Metrics: d.Metrics.Outbound, Logger: d.Logger,

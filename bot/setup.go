@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/approvalbot/approvalbot/slackout"
 	"github.com/slack-go/slack"
 )
 
@@ -23,11 +24,22 @@ func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 // SLACK_APP_TOKEN for Socket Mode when it is set. Local mode's client, over
 // the built-in emulator, is internal/localmode's.
 func NewSlack(cfg Config, m *Metrics) *slack.Client {
-	httpClient := &http.Client{Timeout: 30 * time.Second, Transport: m.InstrumentTransport(nil)}
-	opts := []slack.Option{slack.OptionAPIURL(cfg.SlackAPIURL), slack.OptionHTTPClient(httpClient)}
+	opts := []slack.Option{slack.OptionAPIURL(cfg.SlackAPIURL), slack.OptionHTTPClient(slackHTTPClient(m))}
 	if cfg.SlackAppToken != "" {
 		// Only apps.connections.open uses it: Socket Mode (Deps.SocketMode).
 		opts = append(opts, slack.OptionAppLevelToken(cfg.SlackAppToken))
 	}
 	return slack.New(cfg.SlackBotToken, opts...)
+}
+
+// NewSlackChat is where production mode posts requests' messages
+// (Deps.SlackChat): NewSlack's API URL and token over an HTTP client like
+// its own.
+func NewSlackChat(cfg Config, m *Metrics) *slackout.ChatEndpoint {
+	return &slackout.ChatEndpoint{Client: slackHTTPClient(m), APIURL: cfg.SlackAPIURL, Token: cfg.SlackBotToken}
+}
+
+// slackHTTPClient is the HTTP client of Slack calls: each one timed by m.
+func slackHTTPClient(m *Metrics) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: m.InstrumentTransport(nil)}
 }

@@ -127,10 +127,7 @@ func (h postJob) Handle(ctx context.Context, j store.Job) (err error) {
 		return err
 	}
 	mayHaveSent = true
-	channel, ts, err := p.opts.Slack.PostMessageContext(ctx, rec.Channel,
-		slack.MsgOptionText(msg.Text, false),
-		slack.MsgOptionBlocks(msg.Blocks...),
-		postMetadata(rec.ID, att.N))
+	channel, ts, err := p.postMessage(ctx, rec.Channel, msg.Text, msg.Blocks, postMetadata(rec.ID, att.N))
 	if err != nil {
 		mayHaveSent = !refusedOutright(err)
 		return p.slackFailure(ctx, rec, "chat.postMessage", err)
@@ -345,4 +342,14 @@ func (p *poster) mentions(ctx context.Context, reviewers []string) ([]string, er
 		}
 	}
 	return out, nil
+}
+
+// postMessage posts text and blocks to channel through Options.Chat when
+// set, else through Slack.
+func (p *poster) postMessage(ctx context.Context, channel, text string, blocks []slack.Block, opts ...slack.MsgOption) (string, string, error) {
+	if p.opts.Chat != nil {
+		return p.opts.Chat.postMessage(ctx, channel, text, blocks, opts...)
+	}
+	return p.opts.Slack.PostMessageContext(ctx, channel,
+		append([]slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)}, opts...)...)
 }

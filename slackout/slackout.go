@@ -71,6 +71,10 @@ type Store interface {
 // Options configure the jobs.
 type Options struct {
 	Slack SlackAPI
+	// Chat, when set, is where the request's own message is posted
+	// (ChatEndpoint: the same call, a lighter read of Slack's answer); nil
+	// posts it through Slack.
+	Chat  *ChatEndpoint
 	Store Store
 	// Core records what the reminder and escalation jobs did (reminders
 	// completed, recipients reached, escalation steps applied).

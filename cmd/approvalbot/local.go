@@ -9,6 +9,7 @@ import (
 
 	"github.com/approvalbot/approvalbot/bot"
 	"github.com/approvalbot/approvalbot/internal/localmode"
+	"github.com/approvalbot/approvalbot/slackout"
 	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
 )
@@ -33,10 +34,10 @@ func openRedis(ctx context.Context, cfg bot.Config, log *slog.Logger) (redis.Uni
 // newSlack builds the Slack client: Slack's with SLACK_BOT_TOKEN, else the
 // built-in emulator's, with the sandbox to serve (nil in production mode).
 // Messages the emulator receives are printed on stderr.
-func newSlack(cfg bot.Config, m *bot.Metrics, log *slog.Logger) (*slack.Client, bot.Sandbox, error) {
+func newSlack(cfg bot.Config, m *bot.Metrics, log *slog.Logger) (*slack.Client, *slackout.ChatEndpoint, bot.Sandbox, error) {
 	s, err := localmode.NewSlack(cfg, m, log, os.Stderr)
 	if err != nil || s.Sandbox == nil { // a nil *Sandbox in the interface would not be nil
-		return s.Client, nil, err
+		return s.Client, s.Chat, nil, err
 	}
-	return s.Client, s.Sandbox, nil
+	return s.Client, s.Chat, s.Sandbox, nil
 }

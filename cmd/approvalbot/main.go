@@ -49,7 +49,7 @@ func run(ctx context.Context) (err error) {
 
 	registry := prometheus.NewRegistry()
 	metrics := bot.NewMetrics(registry)
-	client, sandbox, err := newSlack(cfg, metrics, log)
+	client, chat, sandbox, err := newSlack(cfg, metrics, log)
 	if err != nil {
 		return err
 	}
@@ -59,8 +59,8 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	deps := bot.Deps{Config: cfg, Store: st, Slack: client, Metrics: metrics, Registry: registry, Logger: log,
-		Sandbox: sandbox}
+	deps := bot.Deps{Config: cfg, Store: st, Slack: client, SlackChat: chat, Metrics: metrics, Registry: registry,
+		Logger: log, Sandbox: sandbox}
 	if cfg.SlackAppToken != "" {
 		deps.SocketMode = client
 	}

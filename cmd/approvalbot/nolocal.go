@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/approvalbot/approvalbot/bot"
+	"github.com/approvalbot/approvalbot/slackout"
 	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
 )
@@ -45,6 +46,6 @@ func openRedis(ctx context.Context, cfg bot.Config, log *slog.Logger) (redis.Uni
 }
 
 // newSlack builds the Slack client of production mode; there is no sandbox.
-func newSlack(cfg bot.Config, m *bot.Metrics, _ *slog.Logger) (*slack.Client, bot.Sandbox, error) {
-	return bot.NewSlack(cfg, m), nil, nil
+func newSlack(cfg bot.Config, m *bot.Metrics, _ *slog.Logger) (*slack.Client, *slackout.ChatEndpoint, bot.Sandbox, error) {
+	return bot.NewSlack(cfg, m), bot.NewSlackChat(cfg, m), nil, nil
 }

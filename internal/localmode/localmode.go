@@ -24,6 +24,7 @@ import (
 	"github.com/approvalbot/approvalbot/internal/memredis"
 	"github.com/approvalbot/approvalbot/internal/sandbox"
 	"github.com/approvalbot/approvalbot/internal/slackemu"
+	"github.com/approvalbot/approvalbot/slackout"
 	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
 )
@@ -55,7 +56,9 @@ func OpenRedis(ctx context.Context, cfg bot.Config, log *slog.Logger) (redis.Uni
 // Slack is the Slack client and, in local mode, the emulator behind it and
 // the browser sandbox over the emulator.
 type Slack struct {
-	Client   *slack.Client
+	Client *slack.Client
+	// Chat is where requests' messages are posted (bot.Deps.SlackChat).
+	Chat     *slackout.ChatEndpoint
 	Emulator *slackemu.Server // nil in production mode
 	// Sandbox is served under /sandbox/ (bot.Deps.Sandbox); nil in
 	// production mode. The service attaches its handler to it.
@@ -70,7 +73,7 @@ type Slack struct {
 // so the sandbox catches what Slack would refuse.
 func NewSlack(cfg bot.Config, m *bot.Metrics, log *slog.Logger, logOut io.Writer) (Slack, error) {
 	if !cfg.LocalMode() {
-		return Slack{Client: bot.NewSlack(cfg, m)}, nil
+		return Slack{Client: bot.NewSlack(cfg, m), Chat: bot.NewSlackChat(cfg, m)}, nil
 	}
 	ws := slackemu.DefaultWorkspace()
 	if cfg.SandboxWorkspace != "" {
@@ -114,6 +117,7 @@ func NewSlack(cfg bot.Config, m *bot.Metrics, log *slog.Logger, logOut io.Writer
 	httpClient.Transport = m.InstrumentTransport(httpClient.Transport)
 	return Slack{
 		Client:   slack.New(emu.Token(), slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(httpClient)),
+		Chat:     &slackout.ChatEndpoint{Client: httpClient, APIURL: emu.APIURL(), Token: emu.Token()},
 		Emulator: emu,
 		Sandbox:  sb,
 	}, nil
