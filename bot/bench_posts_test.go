@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/internal/slackemu"
+	"github.com/approvalbot/approvalbot/slackout"
 	"github.com/approvalbot/approvalbot/store/redistest"
 	"github.com/slack-go/slack"
 )
@@ -54,6 +55,7 @@ func BenchmarkPostsWithSlowSlack(b *testing.B) {
 				c.WorkerConcurrency = workers
 				c.SlackPostInterval = time.Millisecond
 				d.Slack = slack.New(emu.Token(), slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(slow))
+				d.SlackChat = &slackout.ChatEndpoint{Client: slow, APIURL: emu.APIURL(), Token: emu.Token()}
 			})
 			for i := range b.N {
 				if r := h.post(exampleWith(b, fmt.Sprintf("slow-%d", i), setChannel(fmt.Sprintf("C0SLOW%02d", i%channels)))); r.Status != http.StatusAccepted {

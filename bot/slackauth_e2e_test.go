@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/internal/slackemu"
+	"github.com/approvalbot/approvalbot/slackout"
 	"github.com/approvalbot/approvalbot/store/redistest"
 	"github.com/slack-go/slack"
 )
@@ -77,6 +78,7 @@ func TestWrongBotTokenShowsInLogAndReadyzAtStart(t *testing.T) {
 		func(c *configT, d *depsT) {
 			c.SlackBotToken = wrongToken
 			d.Slack = slack.New(wrongToken, slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(emu.Client()))
+			d.SlackChat = &slackout.ChatEndpoint{Client: emu.Client(), APIURL: emu.APIURL(), Token: wrongToken}
 		})
 	r := h.do(http.MethodGet, "/readyz", "", "", nil)
 	if r.Status != http.StatusServiceUnavailable || !strings.Contains(r.json(t)["slack"].(string), "not confirmed yet") {
