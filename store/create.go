@@ -79,12 +79,13 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 // itself when it runs (TakePostTurn).
 func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn) (cursor string, queued bool, err error) {
 	keys, argv := w.args(reqKey)
+	qKeys, qArgs := s.queuePostArgs(turn)
 	pipe := s.rdb.Pipeline()
-	q := queuePost.EvalSha(ctx, pipe, s.paceKeys(turn.Channel), turn.ID, arrivalMs(turn.Arrival), queueTTL.Milliseconds())
+	q := queuePost.EvalSha(ctx, pipe, qKeys, qArgs...)
 	a := applyWrite.EvalSha(ctx, pipe, keys, argv...)
 	_, execErr := pipe.Exec(ctx) // each command's error is read below
 	if redis.HasErrorPrefix(q.Err(), "NOSCRIPT") {
-		q = queuePost.Run(ctx, s.rdb, s.paceKeys(turn.Channel), turn.ID, arrivalMs(turn.Arrival), queueTTL.Milliseconds())
+		q = queuePost.Run(ctx, s.rdb, qKeys, qArgs...)
 	}
 	added, _ := q.Int()
 	if redis.HasErrorPrefix(a.Err(), "NOSCRIPT") {
@@ -100,12 +101,6 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	}
 	cursor, err = s.applied(res, w)
 	return cursor, added == 1, err
-}
-
-// queuePostOf queues a new request's post in its channel's FIFO (the
-// create that matched grants, which applies in a WATCH transaction).
-func (s *Store) queuePostOf(ctx context.Context, n NewRequest, now time.Time) {
-	_ = s.QueuePost(ctx, PostTurn{Channel: n.Channel, ID: n.ID, Arrival: now})
 }
 
 // created turns a create's outcome into Create's answer.
@@ -172,7 +167,9 @@ func (s *Store) createMatchingGrants(ctx context.Context, n NewRequest, writeBy 
 			continue // a grant changed: match again
 		}
 		if err == nil {
-			s.queuePostOf(ctx, n, now)
+			// Applied in a WATCH transaction, so queued after it; lost,
+			// the post job queues itself when it runs (TakePostTurn).
+			_ = s.queuePostAfter(ctx, PostTurn{Channel: n.Channel, ID: n.ID, Arrival: now})
 		}
 		return s.created(ctx, n.ID, rec, byGrant, err)
 	}

@@ -201,12 +201,18 @@ return added
 // (takePostTurn keeps it as long as its posts need).
 const queueTTL = time.Hour
 
-// QueuePost queues the post of a request just stored in its channel's
-// FIFO (Create does, after the create's script): arrival order then holds
-// however the post jobs are claimed. Should it be lost, the post job
-// queues itself when it runs, after a short settle (TakePostTurn).
-func (s *Store) QueuePost(ctx context.Context, t PostTurn) error {
-	if err := queuePost.Run(ctx, s.rdb, s.paceKeys(t.Channel), t.ID, arrivalMs(t.Arrival), queueTTL.Milliseconds()).Err(); err != nil {
+// queuePostArgs are queuePost's KEYS and ARGV for t.
+func (s *Store) queuePostArgs(t PostTurn) ([]string, []any) {
+	return s.paceKeys(t.Channel), []any{t.ID, arrivalMs(t.Arrival), queueTTL.Milliseconds()}
+}
+
+// queuePostAfter queues the post of a request already stored in its
+// channel's FIFO, in a round trip of its own: for the create that matched
+// standing approvals, whose WATCH transaction cannot carry it (applyQueued
+// queues every other create's post with its script).
+func (s *Store) queuePostAfter(ctx context.Context, t PostTurn) error {
+	keys, args := s.queuePostArgs(t)
+	if err := queuePost.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
 		return fmt.Errorf("store: queue the post of %s in %s: %w", t.ID, t.Channel, err)
 	}
 	return nil
