@@ -88,7 +88,7 @@ func main() {
 	flag.IntVar(&cfg.BurstN, "burst-n", 300, "requests in the one-channel burst")
 	flag.DurationVar(&cfg.BurstInterval, "burst-interval", 100*time.Millisecond, "per-channel posting pace of the emulator and the bot (10 posts/s)")
 	flag.Float64Var(&cfg.ClickRate, "click-rate", 500, "click-ack open-loop rate, clicks/s")
-	flag.IntVar(&cfg.SustainedC, "sustained-c", 64, "closed-loop senders of the sustained end-to-end run")
+	flag.IntVar(&cfg.SustainedC, "sustained-c", 64, "closed-loop senders of the sustained end-to-end run (0: skip the closed loop, run only -sustained-rate's)")
 	flag.IntVar(&cfg.Channels, "channels", 64, "channels the sustained run's requests spread over")
 	sustainedRates := flag.String("sustained-rate", "1000,2000", "open-loop rates of the sustained end-to-end run, requests/s, comma-separated (empty: none)")
 	flag.DurationVar(&cfg.SustainedPace, "sustained-interval", time.Millisecond, "per-channel posting pace of the bot in the sustained run (the emulator does not enforce one)")
@@ -200,12 +200,14 @@ func Run(cfg Config, logw io.Writer) (Results, error) {
 			return r, err
 		}
 	}
-	if cfg.Only["sustained"] {
+	if cfg.Only["sustained"] && cfg.SustainedC > 0 {
 		v, err := e.measureSustained(cfg.SustainedC, cfg.Channels, cfg.SustainedPace, cfg.Duration)
 		r.Sustained = &v
 		if err != nil {
 			return r, err
 		}
+	}
+	if cfg.Only["sustained"] {
 		for _, rate := range cfg.SustainedRates {
 			v, err := e.measureSustainedAt(rate, cfg.Channels, cfg.SustainedPace, cfg.Duration)
 			r.SustainedAt = append(r.SustainedAt, v)

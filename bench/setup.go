@@ -140,6 +140,7 @@ type instance struct {
 	store *store.Store
 	http  *httptest.Server
 	emu   *slackemu.Server
+	reg   *prometheus.Registry // the bot's metrics
 }
 
 func (i *instance) Close() {
@@ -192,7 +193,7 @@ func (e *env) newBot(prefix string, emu *slackemu.Server, postInterval time.Dura
 	if err != nil {
 		return nil, err
 	}
-	return &instance{svc: svc, store: st, http: httptest.NewServer(svc.Handler()), emu: emu}, nil
+	return &instance{svc: svc, store: st, http: httptest.NewServer(svc.Handler()), emu: emu, reg: reg}, nil
 }
 
 // newFloor is the floor server: a minimal Go handler that decodes the same

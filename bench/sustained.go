@@ -32,6 +32,8 @@ type Sustained struct {
 	Drained       bool    `json:"drained"`
 	TotalAccepted int64   `json:"total_accepted"` // warm-up included
 	TotalPosted   int64   `json:"total_posted"`   // after draining: more than accepted means doubles
+	// Jobs is what the job runner did in the window.
+	Jobs JobStats `json:"jobs"`
 }
 
 // sustainedBot is what both sustained runs share: a bot whose job runner
@@ -75,7 +77,8 @@ func (b *sustainedBot) send(c *http.Client, i int, id string) error {
 // settle counts the posts of the window t0–t1 (s.Accepted and
 // s.TotalAccepted set), then waits for the backlog to drain and the bot
 // to be quiet.
-func (b *sustainedBot) settle(s *Sustained, t0, t1 time.Time) error {
+func (b *sustainedBot) settle(s *Sustained, t0, t1 time.Time, jobs0 jobCounts) error {
+	s.Jobs = snapshotJobs(b.in.reg).since(jobs0, s.Accepted)
 	s.Seconds = t1.Sub(t0).Seconds()
 	s.AcceptedPS = float64(s.Accepted) / s.Seconds
 	s.Posted = b.posts.between(t0, t1)
@@ -113,13 +116,18 @@ func (e *env) measureSustained(conc, channels int, interval, d time.Duration) (S
 	defer b.Close()
 	c := newClient()
 	defer c.CloseIdleConnections()
+	var jobs0 jobCounts
 	w := runClosedLoop(conc, min(time.Second, d/5), d, func() error {
 		i := e.seq.Add(1)
 		return b.send(c, int(i), fmt.Sprintf("s%d", i))
-	}, func(bool) {})
+	}, func(start bool) {
+		if start {
+			jobs0 = snapshotJobs(b.in.reg)
+		}
+	})
 	// Up to when the requests in flight were answered: none is accepted later.
 	s.Accepted, s.Errors, s.TotalAccepted = w.ok, w.failed, w.allOK
-	return s, b.settle(&s, w.start, w.drained)
+	return s, b.settle(&s, w.start, w.drained, jobs0)
 }
 
 // measureSustainedAt is measureSustained with an open loop: requests go at
@@ -138,7 +146,7 @@ func (e *env) measureSustainedAt(rate float64, channels int, interval, d time.Du
 	defer b.Close()
 	c := newClient()
 	defer c.CloseIdleConnections()
-	t0 := time.Now()
+	t0, jobs0 := time.Now(), snapshotJobs(b.in.reg)
 	l := openLoop(rate, d, func(i int) func() error {
 		id := fmt.Sprintf("o%d", e.seq.Add(1))
 		return func() error { return b.send(c, i, id) }
@@ -146,7 +154,7 @@ func (e *env) measureSustainedAt(rate float64, channels int, interval, d time.Du
 	// Every request answered: none is accepted later.
 	s.Accepted, s.Errors = int64(l.Sent-l.Errors), int64(l.Errors)
 	s.TotalAccepted = s.Accepted
-	return s, b.settle(&s, t0, time.Now())
+	return s, b.settle(&s, t0, time.Now(), jobs0)
 }
 
 func printSustained(w io.Writer, s *Sustained, cfg Config) {
@@ -165,4 +173,7 @@ func printSustained(w io.Writer, s *Sustained, cfg Config) {
 	fmt.Fprintf(w, "  accepted / posted / errors in the window; backlog at end; drained in s\t%d / %d / %d; %d; %.2f%s\t\t\n",
 		s.Accepted, s.Posted, s.Errors, s.Backlog, s.DrainSeconds, map[bool]string{false: " (NOT DRAINED)"}[s.Drained])
 	fmt.Fprintf(w, "  posted / accepted in all (warm-up and drain included)\t%d / %d\t\t\n", s.TotalPosted, s.TotalAccepted)
+	j := s.Jobs
+	fmt.Fprintf(w, "  job runs per request in the window: post (rescheduled) / home / other; mean ms late, mean ms a run\t%.2f (%.2f) / %.2f / %.2f; %.1f, %.1f\t\t\n",
+		j.PostRuns, j.PostRunsRescheduled, j.HomeRuns, j.OtherRuns, j.LatenessMs, j.RunMs)
 }
