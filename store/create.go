@@ -195,7 +195,7 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	// arrival, which orders its channel's queue (pace.go).
 	jobs = append(jobs, redis.Z{Score: float64(now.UnixMicro()) / 1000, Member: jobID(JobPost, n.ID)})
 	if s.homeJobs {
-		jobs = append(jobs, redis.Z{Score: float64(ms), Member: jobID(JobHome, n.ID)})
+		jobs = append(jobs, redis.Z{Score: float64(ms + homeAfterCreate.Milliseconds()), Member: jobID(JobHome, n.ID)})
 	}
 	p.ZAdd(ctx, s.keys.jobs(shard).due, jobs...)
 	reviewers := uniqueUsers(nil, n.Reviewers)
@@ -243,6 +243,15 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	}
 	return rec, reqHead
 }
+
+// homeAfterCreate is how long after its create a request's Home tabs job
+// is due. Its post usually adds reviewers (those its message mentions,
+// SetMentions), which schedules the same job again: due a moment later, the
+// create's job is still waiting then and the two are one run, not two (a
+// third of the job runner's runs per request, issue #17). A reviewer's tab
+// shows a new request at most this much later; its publishes are spaced by
+// HomePublishWindow anyway.
+const homeAfterCreate = time.Second
 
 var errDuplicate = errors.New("store: duplicate")
 

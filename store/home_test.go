@@ -84,8 +84,31 @@ func TestHomeJobs(t *testing.T) {
 			}
 			home := "home:hj-1"
 			f.mustCreate(t, newReq("hj-1", "pm"))
-			if got := drain(); !slices.Equal(got, []string{home, "post:hj-1"}) {
-				t.Errorf("created: jobs %v", got)
+			if got := drain(); !slices.Equal(got, []string{"post:hj-1"}) {
+				t.Errorf("created: jobs %v, want its post only (its home job comes a second later)", got)
+			}
+			// Its post adds the reviewers its message mentions (SetMentions)
+			// before that second is out: the create's home job is the one
+			// that change schedules, one run.
+			if err := f.s.SetMentions(f.ctx, "hj-1", []string{"<@U0BOB>"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := drain(); !slices.Equal(got, []string{home}) {
+				t.Errorf("mentions set: jobs %v", got)
+			}
+			f.clk.Advance(time.Second)
+			if got := drain(); len(got) != 0 {
+				t.Errorf("a second after the create: jobs %v, want none (the home job ran with the mentions')", got)
+			}
+			// A request whose post adds nobody has its tabs refreshed a
+			// second after its create.
+			f.mustCreate(t, newReq("hj-3", "pm"))
+			if got := drain(); !slices.Equal(got, []string{"post:hj-3"}) {
+				t.Errorf("hj-3 created: jobs %v", got)
+			}
+			f.clk.Advance(time.Second)
+			if got := drain(); !slices.Equal(got, []string{"home:hj-3"}) {
+				t.Errorf("a second after hj-3's create: jobs %v", got)
 			}
 			if err := f.s.MarkPosted(f.ctx, "hj-1", "C0APPROVALS", "1.000001", 1); err != nil {
 				t.Fatal(err)
