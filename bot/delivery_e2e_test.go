@@ -156,7 +156,7 @@ func (r *paceRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		err := next(ctx, cmd)
 		after := time.Now()
 		if c, ok := cmd.(*redis.Cmd); ok && err == nil {
-			if res, err := c.Int64Slice(); err == nil && len(res) == 2 {
+			if res, err := c.Int64Slice(); err == nil && len(res) == 3 && res[0] != 2 { // 2: intake queuing the post
 				r.mu.Lock()
 				r.calls = append(r.calls, paceCall{before: before, after: after, taken: res[0] == 1, wait: res[1]})
 				r.mu.Unlock()

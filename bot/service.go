@@ -158,6 +158,9 @@ func NewService(d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Intake tells a post queued behind others when its turn comes, as the
+	// poster would (store.PacePosts).
+	d.Store.PacePosts(slackout.PostPacing(cfg.SlackPostInterval))
 	jobHandlers[store.JobDeliver] = deliverer
 	if jobHandlers[store.JobEvents], err = webhook.NewEventDeliverer(deliverer, d.Store, d.Registry); err != nil {
 		return nil, err

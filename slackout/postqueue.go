@@ -1,6 +1,7 @@
 package slackout
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -9,14 +10,16 @@ import (
 	"github.com/approvalbot/approvalbot/store"
 )
 
-// postPacing is how a channel's posts are spaced and ordered
-// (store.Pacing): interval apart; a post finding the channel idle waits a
+// PostPacing is how a channel's posts are spaced and ordered
+// (store.Pacing) at interval (default 1 s), as the post jobs pace them:
+// interval apart; a post finding the channel idle waits a
 // short settle after its arrival, for an earlier arrival claimed by another
 // worker or process to queue first; a post is given its turn up to a lead
 // before its slot, so that its call to Slack leaves at the slot itself; a
 // post that does not come back for its turn holds up the others for a few
 // seconds at most.
-func postPacing(interval time.Duration) store.Pacing {
+func PostPacing(interval time.Duration) store.Pacing {
+	interval = cmp.Or(interval, time.Second)
 	return store.Pacing{
 		Interval: interval,
 		Settle:   min(interval/4, 25*time.Millisecond),

@@ -143,7 +143,7 @@ func Handlers(opts Options) (map[string]jobs.Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &poster{opts: opts, log: log.With("component", "poster"), pacing: postPacing(opts.PostInterval)}
+	p := &poster{opts: opts, log: log.With("component", "poster"), pacing: PostPacing(opts.PostInterval)}
 	timers := timerDeps{store: opts.Store, core: opts.Core, dir: opts.Directory, slack: opts.Slack, now: opts.Now,
 		rateLimitHold: opts.RateLimitHold, defaults: opts.Defaults, grantMax: opts.GrantMax, lease: opts.Lease, metrics: opts.Metrics}
 	out := map[string]jobs.Handler{

@@ -55,7 +55,15 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	w := write{cmds: p.Cmds(), writeBy: writeBy, create: guard, sealShard: shardOf(n.ID)}
 	turn := PostTurn{Channel: n.Channel, ID: n.ID, Arrival: now}
 	var queued bool
-	rec.Events.Cursor, queued, err = s.applyQueued(ctx, s.keys.request(n.ID), w, turn)
+	var turnIn time.Duration
+	rec.Events.Cursor, queued, turnIn, err = s.applyQueued(ctx, s.keys.request(n.ID), w, turn)
+	if err == nil && turnIn > 0 {
+		// Posts are ahead of it in its channel: its job waits for its turn
+		// (the post ending the turn before it hands it on, PullPostJob)
+		// rather than run now only to be told so. Should this be lost, the
+		// job runs at its arrival and is told then.
+		s.deferPostJob(n.ID, now, now.Add(turnIn))
+	}
 	if errors.Is(err, errGrantsMayMatch) {
 		return s.createMatchingGrants(ctx, n, writeBy, storedOnly)
 	}
@@ -75,33 +83,94 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 // it can never be posted first, however the post jobs are claimed. The
 // queue is another slot than the request's (another node of a Cluster, the
 // two sent at once). queued reports whether the post was added to the
-// queue (not there already). Should the queuing fail, the post job queues
-// itself when it runs (TakePostTurn).
-func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn) (cursor string, queued bool, err error) {
+// queue (not there already); turnIn, when posts are ahead of it, how long
+// until its turn should come (queuedPost). Should the queuing fail, the
+// post job queues itself when it runs (TakePostTurn).
+func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn) (cursor string, queued bool, turnIn time.Duration, err error) {
 	keys, argv := w.args(reqKey)
 	qKeys, qArgs := s.queuePostArgs(turn)
 	pipe := s.rdb.Pipeline()
-	q := queuePost.EvalSha(ctx, pipe, qKeys, qArgs...)
+	q := takePostTurn.EvalSha(ctx, pipe, qKeys, qArgs...)
 	a := applyWrite.EvalSha(ctx, pipe, keys, argv...)
 	_, execErr := pipe.Exec(ctx) // each command's error is read below
 	if redis.HasErrorPrefix(q.Err(), "NOSCRIPT") {
-		q = queuePost.Run(ctx, s.rdb, qKeys, qArgs...)
+		q = takePostTurn.Run(ctx, s.rdb, qKeys, qArgs...)
 	}
-	added, _ := q.Int()
+	answer, _ := q.Int64Slice()
+	queued, turnIn = queuedPost(answer)
 	if redis.HasErrorPrefix(a.Err(), "NOSCRIPT") {
 		cursor, err = s.apply(ctx, reqKey, w) // Run loads the script
-		return cursor, added == 1, err
+		return cursor, queued, turnIn, err
 	}
 	res, err := a.StringSlice()
 	if err == nil && len(res) == 0 {
 		err = cmp.Or(execErr, errors.New("store: no answer from the write script"))
 	}
 	if err != nil {
-		return "", added == 1, err
+		return "", queued, turnIn, err
 	}
 	cursor, err = s.applied(res, w)
-	return cursor, added == 1, err
+	return cursor, queued, turnIn, err
 }
+
+// deferPost makes a new request's post job due when its turn should come,
+// but only while it is still due at its arrival, as its create scheduled
+// it: a job that ran meanwhile (claimed, or told when to come back) or was
+// handed the turn (PullPostJob, which always moves it) is due at another
+// time, or not due at all, and is left alone.
+//
+//	KEYS[1] -> <p>:{sNN}:jobs:due
+//	ARGV[1] -> the job's id (post:<request id>)
+//	ARGV[2] -> its due time as the create wrote it: the arrival, Unix ms
+//	           with its microseconds
+//	ARGV[3] -> when its turn should come, Unix ms
+//
+// Returns 1 when the job was moved.
+var deferPost = redis.NewScript(`
+local due = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not due or tonumber(due) ~= tonumber(ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], 'XX', ARGV[3], ARGV[1])
+return 1
+`)
+
+// postDeferral is a post job to defer to its turn: the request's id, its
+// arrival (queueCreate's score for it), when its turn should come.
+type postDeferral struct {
+	id          string
+	arrival, at time.Time
+}
+
+// deferPostJob runs deferPost for the post of request id, which arrived
+// at arrival and whose turn should come at, off the create's path: with
+// others, in one pipeline. Lost, the post job runs at its arrival and is
+// told then when its turn comes; late, it finds the job claimed or handed
+// the turn and does nothing.
+func (s *Store) deferPostJob(id string, arrival, at time.Time) {
+	s.deferrals.add(postDeferral{id: id, arrival: arrival, at: at}, s.deferBatch)
+}
+
+func (s *Store) deferBatch(ctx context.Context, batch []postDeferral) {
+	for range 2 {
+		pipe := s.rdb.Pipeline()
+		for _, d := range batch {
+			deferPost.EvalSha(ctx, pipe, []string{s.keys.jobs(shardOf(d.id)).due}, jobID(JobPost, d.id),
+				postArrivalScore(d.arrival), d.at.UnixMilli())
+		}
+		_, err := pipe.Exec(ctx)
+		if !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return
+		}
+		// The script is not loaded yet (or Redis forgot it): load it and
+		// send the batch again (a deferral that applied does nothing twice).
+		if deferPost.Load(ctx, s.rdb).Err() != nil {
+			return
+		}
+	}
+}
+
+// postArrivalScore is a new request's post job's first due time: its
+// arrival to the microsecond, which orders its channel's queue (pace.go).
+func postArrivalScore(arrival time.Time) float64 { return float64(arrival.UnixMicro()) / 1000 }
 
 // created turns a create's outcome into Create's answer.
 func (s *Store) created(ctx context.Context, id string, rec Record, byGrant bool, err error) (Record, bool, error) {
@@ -193,7 +262,7 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	}
 	// The post's first due time to the microsecond: it is the request's
 	// arrival, which orders its channel's queue (pace.go).
-	jobs = append(jobs, redis.Z{Score: float64(now.UnixMicro()) / 1000, Member: jobID(JobPost, n.ID)})
+	jobs = append(jobs, redis.Z{Score: postArrivalScore(now), Member: jobID(JobPost, n.ID)})
 	if s.homeJobs {
 		jobs = append(jobs, redis.Z{Score: float64(ms + homeAfterCreate.Milliseconds()), Member: jobID(JobHome, n.ID)})
 	}

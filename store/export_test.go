@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -36,3 +38,21 @@ const OpenConfirmed = openConfirmed
 func (s *Store) Prefix() string { return s.keys.prefix }
 
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// DeferPostJob is what Create does to the post job of a request queued
+// behind others (deferPost), at once, for tests that race it with a
+// hand-off.
+func (s *Store) DeferPostJob(ctx context.Context, id string, arrival, at time.Time) error {
+	return deferPost.Run(ctx, s.rdb, []string{s.keys.jobs(shardOf(id)).due}, jobID(JobPost, id),
+		postArrivalScore(arrival), at.UnixMilli()).Err()
+}
+
+// PostJobDue is when the post job of request id is due (false: it is not
+// waiting in the due set).
+func (s *Store) PostJobDue(ctx context.Context, id string) (time.Time, bool, error) {
+	score, err := s.rdb.ZScore(ctx, s.keys.jobs(shardOf(id)).due, jobID(JobPost, id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return time.Time{}, false, nil
+	}
+	return fromScore(score), err == nil, err
+}

@@ -176,44 +176,20 @@ func (s *Store) ConfirmOpen(ctx context.Context, slot OpenSlot) error {
 // failing) changes nothing the count says: an unconfirmed reservation
 // counts until reconcile looks at its request and confirms it.
 func (s *Store) ConfirmOpenLater(slot OpenSlot) {
-	if !slot.Reserved {
-		return
-	}
-	s.confirms.once.Do(func() {
-		s.confirms.queue = make(chan OpenSlot, 4096)
-		go s.confirmQueued()
-	})
-	select {
-	case s.confirms.queue <- slot:
-	default:
-		// A backlog that full means Redis is not keeping up: leave this one
-		// to reconcile rather than hold the caller.
+	if slot.Reserved {
+		s.confirms.add(slot, s.confirmBatch)
 	}
 }
 
-// confirmQueued writes queued confirmations, a pipeline at a time, for
-// the life of the process.
-func (s *Store) confirmQueued() {
-	for slot := range s.confirms.queue {
-		batch := []OpenSlot{slot}
-	more:
-		for len(batch) < 256 {
-			select {
-			case next := <-s.confirms.queue:
-				batch = append(batch, next)
-			default:
-				break more
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		pipe := s.rdb.Pipeline()
-		score := float64(openConfirmed + s.nowMs())
-		for _, sl := range batch {
-			pipe.ZAdd(ctx, s.keys.openCount(sl.agent), redis.Z{Score: score, Member: sl.id})
-		}
-		_, _ = pipe.Exec(ctx) // a failure leaves them to reconcile (above)
-		cancel()
+// confirmBatch writes queued confirmations in one pipeline; a failure leaves
+// them to reconcile (above).
+func (s *Store) confirmBatch(ctx context.Context, batch []OpenSlot) {
+	pipe := s.rdb.Pipeline()
+	score := float64(openConfirmed + s.nowMs())
+	for _, sl := range batch {
+		pipe.ZAdd(ctx, s.keys.openCount(sl.agent), redis.Z{Score: score, Member: sl.id})
 	}
+	_, _ = pipe.Exec(ctx)
 }
 
 // SettleOpen decides a slot whose create did not create the request, and

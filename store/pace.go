@@ -78,14 +78,25 @@ type Pacing struct {
 //	ARGV[5] -> settle, ms
 //	ARGV[6] -> grace, ms
 //	ARGV[7] -> lead, ms
+//	ARGV[8] -> "1" to queue the post and ask only (intake, queuePostArgs):
+//	           the turn is never taken, and the queue is kept at least ARGV[9]
+//	           ms; "2" to queue it and no more (the store was told no pacing:
+//	           ARGV[1], ARGV[2] and ARGV[5..7] are unused)
+//	ARGV[9] -> ask only or queue only: the least TTL of the queue, ms
 //
-// Returns {1, ms until its slot} when the post has its turn (it left the
-// queue and holds the turn until EndPostTurn), otherwise {0, ms until it
-// should ask again}.
+// Returns {1, ms until its slot, added} when the post has its turn (it left
+// the queue and holds the turn until EndPostTurn), {0, ms until it should
+// ask again, added} otherwise; asking only, {2, 0, added} where it would
+// have had its turn (or will, within a lead). added is 1 when the post was
+// not in the queue before.
 var takePostTurn = redis.NewScript(`
 local now, iv, settle, grace, lead = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local id = ARGV[3]
-redis.call('ZADD', KEYS[2], 'NX', ARGV[4], id)
+local id, askOnly = ARGV[3], ARGV[8] == '1'
+local added = redis.call('ZADD', KEYS[2], 'NX', ARGV[4], id)
+if ARGV[8] == '2' then
+  if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[9]) then redis.call('PEXPIRE', KEYS[2], ARGV[9]) end
+  return {2, 0, added}
+end
 local head
 for _ = 1, 100 do
   head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
@@ -102,8 +113,10 @@ if st[3] and not busy then redis.call('HDEL', KEYS[1], 'p', 'pu') end
 local ready = tonumber(head[2]) + settle
 local rank = redis.call('ZRANK', KEYS[2], id)
 local ttl = math.ceil(math.max(slot - now, 0) + (redis.call('ZCARD', KEYS[2]) + 1) * iv + 2 * grace + 60000)
+if askOnly then ttl = math.max(ttl, tonumber(ARGV[9]), redis.call('PTTL', KEYS[2])) end
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
+if askOnly and rank == 0 and not busy and slot <= now + lead then return {2, 0, added} end
 if rank == 0 and not busy and slot <= now + lead and ready <= now then
   local at = math.max(slot, now)
   redis.call('ZREM', KEYS[2], id)
@@ -112,7 +125,7 @@ if rank == 0 and not busy and slot <= now + lead and ready <= now then
   -- (the channel is busy): its end measures what a post takes here
   -- (endPostTurn's c).
   redis.call('HSET', KEYS[1], 'p', id, 'pu', string.format('%.3f', at), 'b', (tonumber(ARGV[4]) < tonumber(st[1] or '0')) and '1' or '0')
-  return {1, math.ceil(at - now)}
+  return {1, math.ceil(at - now), added}
 end
 -- The holder's slot plus an interval is the earliest the next one can go
 -- (its call takes some time too). A holder late past that is asked after
@@ -131,9 +144,10 @@ end
 -- the post ending its turn hands it to the next (PullPostJob).
 local at = math.max(slot, now, ready) + rank * math.max(iv, tonumber(st[5] or '0'))
 redis.call('HSET', KEYS[1], 'w:' .. id, string.format('%.3f', at))
+redis.call('PEXPIRE', KEYS[1], ttl) -- the HSET may have created it
 local back = at - lead / 2
 if rank == 0 and not busy and slot <= now + lead then back = ready end
-return {0, math.max(math.ceil(back - now), 1)}
+return {0, math.max(math.ceil(back - now), 1), added}
 `)
 
 // endPostTurn ends the turn of the post that holds it: its call to Slack
@@ -180,30 +194,46 @@ if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ttl) e
 return redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
 `)
 
-// queuePost queues a new request's post in its channel's FIFO, by arrival,
-// with its create (applyQueued): a post is in the queue from its request's 202, so a
-// later request's post, whichever worker or process claims it first, finds
-// it ahead (takePostTurn's own ZADD NX is then a no-op).
-//
-//	KEYS[1], KEYS[2] -> as takePostTurn's
-//	ARGV[1] -> request id
-//	ARGV[2] -> arrival, Unix ms (with a fraction)
-//	ARGV[3] -> the least TTL of the queue, ms
-//
-// Returns 1 when the post was added, 0 when it was queued already.
-var queuePost = redis.NewScript(`
-local added = redis.call('ZADD', KEYS[2], 'NX', ARGV[2], ARGV[1])
-if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
-return added
-`)
-
 // queueTTL is the least time a channel's queue outlives its last queuing
 // (takePostTurn keeps it as long as its posts need).
 const queueTTL = time.Hour
 
-// queuePostArgs are queuePost's KEYS and ARGV for t.
+// queuePostArgs queue a new request's post in its channel's FIFO, by
+// arrival, with its create (applyQueued): takePostTurn asking only. A post
+// is in the queue from its request's 202, so a later request's post,
+// whichever worker or process claims it first, finds it ahead
+// (takePostTurn's own ZADD NX is then a no-op). The answer tells the create
+// when the post's turn should come (queuedPost).
 func (s *Store) queuePostArgs(t PostTurn) ([]string, []any) {
-	return s.paceKeys(t.Channel), []any{t.ID, arrivalMs(t.Arrival), queueTTL.Milliseconds()}
+	p, mode := s.postPacing.Load(), "1"
+	if p == nil {
+		p, mode = &Pacing{}, "2"
+	}
+	return s.paceKeys(t.Channel), []any{s.nowMs(), max(p.Interval.Milliseconds(), 1), t.ID, arrivalMs(t.Arrival),
+		p.Settle.Milliseconds(), p.Grace.Milliseconds(), p.Lead.Milliseconds(), mode, queueTTL.Milliseconds()}
+}
+
+// PacePosts tells the store how this process's poster paces each channel's
+// posts (the pacing it gives TakePostTurn), once, as the service is wired.
+// Create then asks, as it queues a request's post, when the post's turn
+// should come: a post with posts ahead of it in its channel has its job
+// made due then, as its first run would have been told, instead of running
+// at its arrival only to be told (issue #17: under load that was one more
+// run of the job runner per request). Without it, Create queues the post
+// and its job runs at its arrival.
+func (s *Store) PacePosts(p Pacing) { s.postPacing.Store(&p) }
+
+// queuedPost reads takePostTurn's answer to queuePostArgs: whether the
+// post was added to the queue, and how long from now its turn should come
+// when posts are ahead of it (0: it may go as soon as its job runs).
+func queuedPost(res []int64) (added bool, wait time.Duration) {
+	if len(res) != 3 {
+		return false, 0
+	}
+	if res[0] == 0 {
+		wait = time.Duration(res[1]) * time.Millisecond
+	}
+	return res[2] == 1, wait
 }
 
 // queuePostAfter queues the post of a request already stored in its
@@ -212,7 +242,7 @@ func (s *Store) queuePostArgs(t PostTurn) ([]string, []any) {
 // queues every other create's post with its script).
 func (s *Store) queuePostAfter(ctx context.Context, t PostTurn) error {
 	keys, args := s.queuePostArgs(t)
-	if err := queuePost.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+	if err := takePostTurn.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
 		return fmt.Errorf("store: queue the post of %s in %s: %w", t.ID, t.Channel, err)
 	}
 	return nil
@@ -279,8 +309,8 @@ type Turn struct {
 func (s *Store) TakePostTurn(ctx context.Context, t PostTurn, p Pacing) (Turn, error) {
 	res, err := takePostTurn.Run(ctx, s.rdb, s.paceKeys(t.Channel), s.nowMs(),
 		max(p.Interval.Milliseconds(), 1), t.ID, arrivalMs(t.Arrival),
-		p.Settle.Milliseconds(), p.Grace.Milliseconds(), p.Lead.Milliseconds()).Int64Slice()
-	if err == nil && len(res) != 2 {
+		p.Settle.Milliseconds(), p.Grace.Milliseconds(), p.Lead.Milliseconds(), "0", 0).Int64Slice()
+	if err == nil && len(res) != 3 {
 		err = fmt.Errorf("unexpected answer %v", res)
 	}
 	if err != nil {
@@ -301,13 +331,15 @@ func (s *Store) EndPostTurn(ctx context.Context, t PostTurn) (next string, err e
 	return next, nil
 }
 
-// PullPostJob makes the post job of request id due at at, if it is waiting
-// for a later time (a post told to come back for its turn): the turn is
-// handed to it as soon as it is its, instead of when it was told to come
-// back. A job running, or due sooner, is left alone.
+// PullPostJob makes the post job of request id due at at, its slot: the
+// turn is handed to it as soon as it is its, instead of when it was told to
+// come back (or deferred to by its create, deferPost). A job running is
+// left alone. A job due sooner is moved too, to its slot, where it would
+// have waited anyway: so a pulled job is never due at its arrival still,
+// which deferPost takes for "nothing moved it".
 func (s *Store) PullPostJob(ctx context.Context, id string, at time.Time) error {
 	z := redis.Z{Score: float64(at.UnixMilli()), Member: jobID(JobPost, id)}
-	if err := s.rdb.ZAddArgs(ctx, s.keys.jobs(shardOf(id)).due, redis.ZAddArgs{XX: true, LT: true, Members: []redis.Z{z}}).Err(); err != nil {
+	if err := s.rdb.ZAddArgs(ctx, s.keys.jobs(shardOf(id)).due, redis.ZAddArgs{XX: true, Members: []redis.Z{z}}).Err(); err != nil {
 		return fmt.Errorf("store: hand the turn to the post of %s: %w", id, err)
 	}
 	return nil

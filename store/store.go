@@ -9,7 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -78,13 +78,14 @@ type Store struct {
 	eventsRetention time.Duration
 	// sealer is woken by writes that append global audit entries (seal.go).
 	sealer *sealer
-	// confirms queues ConfirmOpenLater's confirmations (opencap.go).
-	confirms struct {
-		once  sync.Once
-		queue chan OpenSlot
-	}
+	// confirms queues ConfirmOpenLater's confirmations (opencap.go),
+	// deferrals deferPostJob's (create.go).
+	confirms  laterQueue[OpenSlot]
+	deferrals laterQueue[postDeferral]
 	// docs: parsed documents for LoadShared.
 	docs *docCache
+	// postPacing: see PacePosts; nil until told.
+	postPacing atomic.Pointer[Pacing]
 }
 
 // New returns a Store over rdb, which may be a standalone, Sentinel or
