@@ -142,7 +142,16 @@ end
 -- interval apart would bring them back long before their turns, again and
 -- again, ahead of the head's own job in the job queue. Late costs nothing:
 -- the post ending its turn hands it to the next (PullPostJob).
-local at = math.max(slot, now, ready) + rank * math.max(iv, tonumber(st[5] or '0'))
+local per = math.max(iv, tonumber(st[5] or '0'))
+local at = math.max(slot, now, ready) + rank * per
+-- Asked at intake, a post is told a later time still: the turn is handed
+-- to it (PullPostJob) when it comes, and the time it is told is only what
+-- its job falls back on should that hand-off be lost. Told the estimate,
+-- a post would often come back before its turn (the estimate is what the
+-- last posts took, and a channel falling behind takes longer), run, and be
+-- told again: a run of the job runner for nothing, when it can least
+-- afford one.
+if askOnly then at = at + (rank + (busy and 1 or 0)) * per end
 redis.call('HSET', KEYS[1], 'w:' .. id, string.format('%.3f', at))
 redis.call('PEXPIRE', KEYS[1], ttl) -- the HSET may have created it
 local back = at - lead / 2

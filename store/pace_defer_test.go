@@ -46,6 +46,13 @@ func TestCreateDefersAPostQueuedBehindOthers(t *testing.T) {
 			f.mustCreate(t, newReq("d-2", "pm")) // d-1 holds the turn
 			waitDeferred(t, f, "d-2", t0.Add(30*time.Millisecond))
 			due()
+			// Its fallback, should no hand-off come: d-1's slot (+20ms) and an
+			// interval is the earliest its turn can come, a post's time (an
+			// interval here) later than that is what it is told at intake,
+			// less half a lead: +215ms.
+			if at, _, err := f.s.PostJobDue(f.ctx, "d-2"); err != nil || !at.Equal(t0.Add(215*time.Millisecond)) {
+				t.Errorf("d-2's job deferred to +%v (%v), want +215ms", at.Sub(t0), err)
+			}
 			// d-1's call to Slack ends at +50ms: the next slot is an interval
 			// later, and d-2 is handed the turn for then.
 			at(50 * time.Millisecond)
