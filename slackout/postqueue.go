@@ -16,8 +16,8 @@ import (
 // short settle after its arrival, for an earlier arrival claimed by another
 // worker or process to queue first; a post is given its turn up to a lead
 // before its slot, so that its call to Slack leaves at the slot itself; a
-// post that does not come back for its turn holds up the others for a few
-// seconds at most.
+// post that does not come back for its turn holds up the others a few
+// seconds (the grace) past the time it was told to come back at most.
 func PostPacing(interval time.Duration) store.Pacing {
 	interval = cmp.Or(interval, time.Second)
 	return store.Pacing{

@@ -71,27 +71,41 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 		// Refused (a duplicate, a conflict, past its deadline): the post
 		// queued with it will not come. A create whose outcome is unknown
 		// leaves it: its post comes if it landed, else the channel waits
-		// for it Pacing.Grace past its arrival at most.
+		// for it Pacing.Grace past the time its turn was to come at most.
 		_ = s.LeavePostQueue(context.WithoutCancel(ctx), turn)
 	}
 	return s.created(ctx, n.ID, rec, false, err)
 }
 
 // applyQueued applies a create and queues its post in its channel's FIFO
-// (by the arrival its post job is due at, to the microsecond), in one
-// pipelined round trip: before intake answers, so a request accepted after
-// it can never be posted first, however the post jobs are claimed. The
-// queue is another slot than the request's (another node of a Cluster, the
-// two sent at once). queued reports whether the post was added to the
-// queue (not there already); turnIn, when posts are ahead of it, how long
-// until its turn should come (queuedPost). Should the queuing fail, the
-// post job queues itself when it runs (TakePostTurn).
+// (by the arrival its post job is due at, to the microsecond), before
+// intake answers: so a request accepted after it can never be posted first,
+// however the post jobs are claimed. queued reports whether the post was
+// added to the queue (not there already); turnIn, when posts are ahead of
+// it, how long until its turn should come (queuedPost), for the create to
+// defer its job to.
+//
+// The post job exists before the post is in the queue, so a post handed
+// the turn (PullPostJob, which moves only a job that exists) as soon as it
+// is queued is never missed. On one Redis node the two go in one pipeline,
+// the write first (Redis runs a connection's commands in order); on a
+// Cluster the queue is another node's, so the post is queued once the write
+// has applied, a round trip later. Should the queuing fail, the post job
+// queues itself when it runs (TakePostTurn).
 func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn) (cursor string, queued bool, turnIn time.Duration, err error) {
 	keys, argv := w.args(reqKey)
 	qKeys, qArgs := s.queuePostArgs(turn)
+	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
+		if cursor, err = s.apply(ctx, reqKey, w); err != nil {
+			return cursor, false, 0, err
+		}
+		answer, _ := takePostTurn.Run(ctx, s.rdb, qKeys, qArgs...).Int64Slice()
+		queued, turnIn = queuedPost(answer)
+		return cursor, queued, turnIn, nil
+	}
 	pipe := s.rdb.Pipeline()
-	q := takePostTurn.EvalSha(ctx, pipe, qKeys, qArgs...)
 	a := applyWrite.EvalSha(ctx, pipe, keys, argv...)
+	q := takePostTurn.EvalSha(ctx, pipe, qKeys, qArgs...)
 	_, execErr := pipe.Exec(ctx) // each command's error is read below
 	if redis.HasErrorPrefix(q.Err(), "NOSCRIPT") {
 		q = takePostTurn.Run(ctx, s.rdb, qKeys, qArgs...)
@@ -99,8 +113,10 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	answer, _ := q.Int64Slice()
 	queued, turnIn = queuedPost(answer)
 	if redis.HasErrorPrefix(a.Err(), "NOSCRIPT") {
+		// Queued before its job exists: a hand-off meanwhile would be
+		// missed, so the job runs at its arrival (no deferral).
 		cursor, err = s.apply(ctx, reqKey, w) // Run loads the script
-		return cursor, queued, turnIn, err
+		return cursor, queued, 0, err
 	}
 	res, err := a.StringSlice()
 	if err == nil && len(res) == 0 {

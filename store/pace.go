@@ -150,8 +150,9 @@ local at = math.max(slot, now, ready) + rank * per
 -- a post would often come back before its turn (the estimate is what the
 -- last posts took, and a channel falling behind takes longer), run, and be
 -- told again: a run of the job runner for nothing, when it can least
--- afford one.
-if askOnly then at = at + (rank + (busy and 1 or 0)) * per end
+-- afford one. At most a grace later: a post whose create failed never
+-- comes, and the others wait for it until the time it was told and a grace.
+if askOnly then at = at + math.min((rank + (busy and 1 or 0)) * per, grace) end
 redis.call('HSET', KEYS[1], 'w:' .. id, string.format('%.3f', at))
 redis.call('PEXPIRE', KEYS[1], ttl) -- the HSET may have created it
 local back = at - lead / 2

@@ -123,9 +123,12 @@ func TestDeferralNeverUndoesAHandOff(t *testing.T) {
 			if len(jobs) != 1 || jobs[0].ID != "post:h-2" {
 				t.Fatalf("deferred: jobs due a second later %v, want post:h-2", jobs)
 			}
-			// Claimed (running): a late deferral leaves it alone.
+			// Claimed (running): a late deferral leaves it alone, not due.
 			if err := g.s.DeferPostJob(g.ctx, "h-2", t0, t0.Add(time.Hour)); err != nil {
 				t.Fatal(err)
+			}
+			if at, due, err := g.s.PostJobDue(g.ctx, "h-2"); err != nil || due {
+				t.Errorf("claimed, then deferred: due at +%v (%v), want not due while it runs", at.Sub(t0), err)
 			}
 			if err := g.s.Retry(g.ctx, jobs[0], t0.Add(2*time.Second), false); err != nil {
 				t.Fatal(err)

@@ -103,7 +103,8 @@ func (s *Store) update(ctx context.Context, id string, decide func(Record) (*Cha
 			}
 			if unposted != "" {
 				// After the commit, in the channel's slot: if this is lost the
-				// channel waits for it at most Pacing.Grace past its arrival.
+				// channel waits for it at most Pacing.Grace past the time its
+				// turn was to come (its arrival when it was told none).
 				_ = s.LeavePostQueue(ctx, PostTurn{Channel: unposted, ID: id})
 			}
 			if !reread {
