@@ -39,6 +39,7 @@ func TestBurstIntoOneChannelKeepsArrivalOrder(t *testing.T) {
 			turns := &paceRecorder{prefix: h.prefix + ":pace:"}
 			h.rdb.AddHook(turns)
 			h.startJobs()
+			start := time.Now()
 			ids := make([]string, n)
 			for i := range ids {
 				ids[i] = fmt.Sprintf("burst-%02d", i)
@@ -49,6 +50,7 @@ func TestBurstIntoOneChannelKeepsArrivalOrder(t *testing.T) {
 			if _, err := h.emu.WaitForMessages(ctxTimeout(t, guard), "C0APPROVALS", n); err != nil {
 				t.Fatal(err)
 			}
+			took := time.Since(start)
 			h.waitIdle()
 
 			ok, refused := postCalls(h.emu)
@@ -74,10 +76,13 @@ func TestBurstIntoOneChannelKeepsArrivalOrder(t *testing.T) {
 			// Each post takes its turn once (twice after a 429: it gives the
 			// turn back), and is told to wait a few times at most: once when
 			// it queues, again when the posts ahead of it left later than
-			// foreseen (the machine is slow) or, at the head, while the post
-			// holding the turn is still in its call; and once more per 429
-			// (the hold moves the whole queue on). Blind retries at every
-			// poll were tens per post.
+			// foreseen (the machine is slow); and once more per 429 (the hold
+			// moves the whole queue on). Besides, the post at the head asks
+			// again while the post holding the turn is still in its call, at
+			// most once per lead (12.5 ms here) of the burst: on a machine
+			// so loaded that each call takes hundreds of ms, that is most of
+			// the asks (454 for 40 posts in 8 s once, in CI). Blind retries at
+			// every poll were tens per post.
 			taken, told := 0, 0
 			turns.mu.Lock()
 			for _, c := range turns.calls {
@@ -91,10 +96,11 @@ func TestBurstIntoOneChannelKeepsArrivalOrder(t *testing.T) {
 			if taken > n+refused {
 				t.Errorf("%d turns taken for %d posts and %d refusals", taken, n, refused)
 			}
-			if limit := (5 + refused) * n; told > limit {
-				t.Errorf("posts were told to wait %d times: more than %d (%d posts, %d refusals)", told, limit, n, refused)
+			headAsks := int(took / min(interval/4, 25*time.Millisecond)) // slackout.PostPacing's lead
+			if limit := (5+refused)*n + headAsks; told > limit {
+				t.Errorf("posts were told to wait %d times: more than %d (%d posts, %d refusals, %v)", told, limit, n, refused, took)
 			}
-			t.Logf("%d posts, %d refused (429), %d turns taken, told to wait %d times", ok, refused, taken, told)
+			t.Logf("%d posts, %d refused (429), %d turns taken, told to wait %d times in %v", ok, refused, taken, told, took)
 		})
 	}
 }
