@@ -169,8 +169,8 @@ func (s *Store) deferBatch(ctx context.Context, batch []postDeferral) {
 	for range 2 {
 		pipe := s.rdb.Pipeline()
 		for _, d := range batch {
-			deferPost.EvalSha(ctx, pipe, []string{s.keys.jobs(shardOf(d.id)).due}, jobID(JobPost, d.id),
-				postArrivalScore(d.arrival), d.at.UnixMilli())
+			keys, args := s.deferPostArgs(d)
+			deferPost.EvalSha(ctx, pipe, keys, args...)
 		}
 		_, err := pipe.Exec(ctx)
 		if !redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -182,6 +182,11 @@ func (s *Store) deferBatch(ctx context.Context, batch []postDeferral) {
 			return
 		}
 	}
+}
+
+// deferPostArgs are deferPost's KEYS and ARGV for d.
+func (s *Store) deferPostArgs(d postDeferral) ([]string, []any) {
+	return []string{s.keys.jobs(shardOf(d.id)).due}, []any{jobID(JobPost, d.id), postArrivalScore(d.arrival), d.at.UnixMilli()}
 }
 
 // postArrivalScore is a new request's post job's first due time: its

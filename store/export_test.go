@@ -43,8 +43,8 @@ func (s *Store) Client() redis.UniversalClient { return s.rdb }
 // behind others (deferPost), at once, for tests that race it with a
 // hand-off.
 func (s *Store) DeferPostJob(ctx context.Context, id string, arrival, at time.Time) error {
-	return deferPost.Run(ctx, s.rdb, []string{s.keys.jobs(shardOf(id)).due}, jobID(JobPost, id),
-		postArrivalScore(arrival), at.UnixMilli()).Err()
+	keys, args := s.deferPostArgs(postDeferral{id: id, arrival: arrival, at: at})
+	return deferPost.Run(ctx, s.rdb, keys, args...).Err()
 }
 
 // PostJobDue is when the post job of request id is due (false: it is not

@@ -116,8 +116,10 @@ local ttl = math.ceil(math.max(slot - now, 0) + (redis.call('ZCARD', KEYS[2]) + 
 if askOnly then ttl = math.max(ttl, tonumber(ARGV[9]), redis.call('PTTL', KEYS[2])) end
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
-if askOnly and rank == 0 and not busy and slot <= now + lead then return {2, 0, added} end
-if rank == 0 and not busy and slot <= now + lead and ready <= now then
+-- goesNext: first in the queue, nobody holding the turn, the slot within a lead.
+local goesNext = rank == 0 and not busy and slot <= now + lead
+if askOnly and goesNext then return {2, 0, added} end
+if goesNext and ready <= now then
   local at = math.max(slot, now)
   redis.call('ZREM', KEYS[2], id)
   redis.call('HDEL', KEYS[1], 'w:' .. id)
@@ -156,7 +158,7 @@ if askOnly then at = at + math.min((rank + (busy and 1 or 0)) * per, grace) end
 redis.call('HSET', KEYS[1], 'w:' .. id, string.format('%.3f', at))
 redis.call('PEXPIRE', KEYS[1], ttl) -- the HSET may have created it
 local back = at - lead / 2
-if rank == 0 and not busy and slot <= now + lead then back = ready end
+if goesNext then back = ready end
 return {0, math.max(math.ceil(back - now), 1), added}
 `)
 
