@@ -362,21 +362,24 @@ func (s *Store) MarkSynced(ctx context.Context, id string, renderedVersion int64
 }
 
 // SetPermalink stores the message's permalink. With HomeJobs it schedules
-// the request's home job in the same transaction: the one MarkPosted
-// scheduled may already have run without the link (the poster fetches the
-// link after marking the message posted), and no later change would add it.
+// the request's home job in the same script: the one MarkPosted scheduled
+// may already have run without the link (the poster fetches the link after
+// marking the message posted), and no later change would add it. Nothing
+// else of the request is read or changed, so one script does it, with no
+// transaction (a post makes this write for every request).
 func (s *Store) SetPermalink(ctx context.Context, id, link string) error {
 	if !s.homeJobs {
 		return s.set(ctx, id, "set permalink", "permalink", link)
 	}
-	err := s.change(ctx, id, func(Record) (*Change, error) {
-		return &Change{set: map[string]any{"permalink": link}, Quiet: true,
-			Jobs: []JobAt{{ID: jobID(JobHome, id), At: s.now()}}}, nil
-	})
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	n, err := setFieldsAndJob.Run(ctx, s.rdb, []string{s.keys.request(id), s.keys.jobs(shardOf(id)).due},
+		jobID(JobHome, id), s.nowMs(), "permalink", link).Int()
+	if err != nil {
 		return fmt.Errorf("store: set permalink of %s: %w", id, err)
 	}
-	return err
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // RecordPostError notes why posting failed; permanent means the bot gave up,

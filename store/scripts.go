@@ -182,6 +182,23 @@ redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1
 `)
 
+// setFieldsAndJob is setFields that also schedules one of the request's
+// jobs, due at ARGV[2] whether it was due earlier or later: both or neither.
+//
+//	KEYS[1]   -> <p>:{sNN}:req:<id>
+//	KEYS[2]   -> <p>:{sNN}:jobs:due
+//	ARGV[1]   -> the job's id
+//	ARGV[2]   -> when it is due, Unix ms
+//	ARGV[3..] -> field, value pairs
+//
+// Returns 1 when updated, 0 when the request does not exist.
+var setFieldsAndJob = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+return 1
+`)
+
 // reserveOpen takes one of an agent's open-request slots (INTAKE_MAX_OPEN)
 // for a request about to be created: the count is the zset's members, and
 // the new member is a reservation until ARGV[2], confirmed once the create

@@ -58,11 +58,7 @@ func (s *Store) update(ctx context.Context, id string, decide func(Record) (*Cha
 		if err != nil {
 			return Record{}, err
 		}
-		err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			h, err := tx.HGetAll(ctx, reqKey).Result()
-			if err != nil {
-				return err
-			}
+		err = s.watchRead(ctx, reqKey, func(tx *redis.Tx, h map[string]string) error {
 			if len(h) == 0 {
 				return ErrNotFound
 			}
@@ -93,7 +89,7 @@ func (s *Store) update(ctx context.Context, id string, decide func(Record) (*Cha
 			execSent = true
 			_, err = s.applyInTx(ctx, tx, reqKey, write{cmds: p.Cmds(), writeBy: writeBy, sealShard: shardOf(id)})
 			return err
-		}, reqKey)
+		})
 		switch {
 		case err == nil:
 			if closed && s.openCounts {
@@ -128,6 +124,53 @@ func (s *Store) update(ctx context.Context, id string, decide func(Record) (*Cha
 		}
 	}
 	return Record{}, fmt.Errorf("store: update %s: too much contention", id)
+}
+
+// watchRead runs fn in a transaction that WATCHes key, with key's hash as
+// read under the watch (empty when there is none). fn either ends it with
+// its MULTI/EXEC or returns without one.
+//
+// On one Redis node (standalone or Sentinel's master) the WATCH and the
+// read go in one round trip: Redis runs them in order on the connection,
+// so the hash is read under the watch as when they go one by one (a change
+// that precedes the read is in it; one that follows fails the EXEC). Every
+// Update saves a round trip this way, and a post makes three. Should fn
+// return without its EXEC having run, the watch is released (UNWATCH)
+// before the connection goes back to the pool. A Cluster client's Watch
+// finds the key's node (following MOVED) first: there the two go one by
+// one.
+func (s *Store) watchRead(ctx context.Context, key string, fn func(tx *redis.Tx, h map[string]string) error) error {
+	c, ok := s.rdb.(*redis.Client)
+	if !ok {
+		return s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			h, err := tx.HGetAll(ctx, key).Result()
+			if err != nil {
+				return err
+			}
+			return fn(tx, h)
+		}, key)
+	}
+	return c.Watch(ctx, func(tx *redis.Tx) error {
+		var watch *redis.Cmd
+		var read *redis.MapStringStringCmd
+		_, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+			watch = p.Do(ctx, "watch", key)
+			read = p.HGetAll(ctx, key)
+			return nil
+		})
+		if watch.Err() != nil {
+			return watch.Err() // nothing watched
+		}
+		if err == nil {
+			err = fn(tx, read.Val())
+		}
+		if err != nil && !errors.Is(err, redis.TxFailedErr) && !redis.IsExecAbortError(err) {
+			// No EXEC ran (or its answer was lost, and the connection
+			// with it): the watch would outlive this transaction.
+			_ = tx.Unwatch(context.WithoutCancel(ctx)).Err()
+		}
+		return err
+	})
 }
 
 // ErrWriteDeadline is Update's error when the time given by WriteBy passed
