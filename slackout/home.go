@@ -39,7 +39,7 @@ type homeJob struct {
 }
 
 func (h homeJob) Handle(ctx context.Context, j store.Job) error {
-	rec, err := h.store.Get(ctx, j.RequestID)
+	rec, err := h.store.GetState(ctx, j.RequestID) // who it concerns, not what it asks
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}

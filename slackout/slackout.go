@@ -34,6 +34,8 @@ type Store interface {
 	// among the readers of one version (store.Store.LoadShared).
 	LoadShared(ctx context.Context, id string) (store.Record, *aah.Request, error)
 	Get(ctx context.Context, id string) (store.Record, error)
+	// GetState is Get without the document (store.Store.GetState).
+	GetState(ctx context.Context, id string) (store.Record, error)
 
 	// The request's own message: exactly once (store/sideeffects.go),
 	// paced per channel in arrival order (store/pace.go), and kept in sync.

@@ -201,6 +201,26 @@ func (s *Store) Get(ctx context.Context, id string) (Record, error) {
 	return decodeRecord(id, h), nil
 }
 
+// GetState is Get without the request's document (Document is nil): for a
+// caller that needs only the request's state (its status, reviewers,
+// answers), such as the Home tabs' job, which runs for nearly every request.
+// Inflating the stored document is most of the CPU of decoding a record
+// whose document has left the cache.
+func (s *Store) GetState(ctx context.Context, id string) (Record, error) {
+	if !aah.ValidRequestID(id) {
+		return Record{}, ErrNotFound
+	}
+	h, err := s.rdb.HGetAll(ctx, s.keys.request(id)).Result()
+	if err != nil {
+		return Record{}, fmt.Errorf("store: get the state of request %s: %w", id, err)
+	}
+	if len(h) == 0 {
+		return Record{}, ErrNotFound
+	}
+	delete(h, "doc")
+	return decodeRecord(id, h), nil
+}
+
 // decodeRecord reads the fields of request id's hash. The id is not read
 // from them: records written since issue #17 do not store it.
 func decodeRecord(id string, h map[string]string) Record {
@@ -250,9 +270,11 @@ func decodeRecord(id string, h map[string]string) Record {
 
 		noRequester: h[noRequesterField] == "1",
 	}
-	if doc, err := decodeDoc(h["doc"]); err == nil {
-		rec.Document = doc
-	} // else left empty: a corrupt document reads as none, as a missing one does
+	if v := h["doc"]; v != "" {
+		if doc, err := decodeDoc(v); err == nil {
+			rec.Document = doc
+		} // else left empty: a corrupt document reads as none, as a missing one does
+	}
 	if r := h["response"]; r != "" {
 		rec.Response = json.RawMessage(r)
 	}
