@@ -242,6 +242,8 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 		`approvalbot_open_requests{age="<1h"} 1`, // read from Redis at the scrape
 		`approvalbot_open_requests_scrape_ok 1`,
 		`approvalbot_decisions_total{outcome="approved"} 0`, // every outcome, from the start
+		`approvalbot_store_later_writes_lost_total{reason="failed",write="open_confirm"} 0`,
+		`approvalbot_store_later_writes_lost_total{reason="dropped",write="post_deferral"} 0`,
 	} {
 		if !strings.Contains(string(r.Body), want) {
 			t.Errorf("/metrics lacks %q", want)

@@ -132,6 +132,38 @@ func (c *OutboxCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, d.OldestDue.Seconds())
 }
 
+// LaterWriteLosser counts the store's writes made off their caller's path
+// that never applied; *store.Store implements it.
+type LaterWriteLosser interface {
+	LaterWritesLost() (confirms, deferrals store.LaterLost)
+}
+
+// laterWritesCollector is approvalbot_store_later_writes_lost_total{write,reason}.
+type laterWritesCollector struct {
+	s    LaterWriteLosser
+	desc *prometheus.Desc
+}
+
+// NewLaterWritesCollector exports s's lost later writes (store.LaterWritesLost).
+func NewLaterWritesCollector(s LaterWriteLosser) prometheus.Collector {
+	return laterWritesCollector{s: s, desc: prometheus.NewDesc("approvalbot_store_later_writes_lost_total",
+		"Writes the store makes off the request's path that never applied, by write (open_confirm: an open-request "+
+			"slot stays reserved until the next reconcile; post_deferral: a post's job runs once more) and reason "+
+			"(dropped: the backlog was full; failed: Redis refused it or did not answer).", []string{"write", "reason"}, nil)}
+}
+
+// Describe implements prometheus.Collector.
+func (c laterWritesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c laterWritesCollector) Collect(ch chan<- prometheus.Metric) {
+	confirms, deferrals := c.s.LaterWritesLost()
+	for write, lost := range map[string]store.LaterLost{"open_confirm": confirms, "post_deferral": deferrals} {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(lost.Dropped), write, "dropped")
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(lost.Failed), write, "failed")
+	}
+}
+
 // OpenAger counts the open requests by age; *store.Store implements it.
 type OpenAger interface {
 	OpenByAge(ctx context.Context, bounds []time.Duration) ([]int64, error)

@@ -218,6 +218,7 @@ func NewService(d Deps) (*Service, error) {
 		Help: "Progress event streams (SSE) open on this process; at EVENTS_MAX_STREAMS new ones get 503."},
 		func() float64 { return float64(events.Len()) }))
 	d.Registry.MustRegister(NewOutboxCollector(d.Store), NewOpenRequestsCollector(d.Store, d.Logger.With("component", "metrics")),
+		NewLaterWritesCollector(d.Store),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.RetentionPeriod() > 0 {
 		d.Registry.MustRegister(NewRetentionCollector(d.Store, d.Now))

@@ -165,23 +165,25 @@ func (s *Store) deferPostJob(id string, arrival, at time.Time) {
 	s.deferrals.add(postDeferral{id: id, arrival: arrival, at: at}, s.deferBatch)
 }
 
-func (s *Store) deferBatch(ctx context.Context, batch []postDeferral) {
+func (s *Store) deferBatch(ctx context.Context, batch []postDeferral) (failed int) {
 	for range 2 {
 		pipe := s.rdb.Pipeline()
 		for _, d := range batch {
 			keys, args := s.deferPostArgs(d)
 			deferPost.EvalSha(ctx, pipe, keys, args...)
 		}
-		_, err := pipe.Exec(ctx)
+		cmds, err := pipe.Exec(ctx)
+		failed = countFailed(cmds)
 		if !redis.HasErrorPrefix(err, "NOSCRIPT") {
-			return
+			return failed
 		}
 		// The script is not loaded yet (or Redis forgot it): load it and
 		// send the batch again (a deferral that applied does nothing twice).
 		if deferPost.Load(ctx, s.rdb).Err() != nil {
-			return
+			return failed
 		}
 	}
+	return failed
 }
 
 // deferPostArgs are deferPost's KEYS and ARGV for d.

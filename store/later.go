@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,6 +16,9 @@ import (
 type laterQueue[T any] struct {
 	once  sync.Once
 	queue chan T
+	// dropped counts the writes dropped on a full backlog, failed those
+	// Redis did not apply (an error, a batch timed out): see LaterWritesLost.
+	dropped, failed atomic.Uint64
 }
 
 // laterBatch is the most writes one round trip carries; laterBacklog the
@@ -26,8 +30,9 @@ const (
 )
 
 // add queues item for write, which gets every batch, under a context with
-// a deadline, for the life of the process.
-func (q *laterQueue[T]) add(item T, write func(ctx context.Context, batch []T)) {
+// a deadline, for the life of the process, and says how many of its writes
+// failed.
+func (q *laterQueue[T]) add(item T, write func(ctx context.Context, batch []T) (failed int)) {
 	q.once.Do(func() {
 		q.queue = make(chan T, laterBacklog)
 		go q.run(write)
@@ -35,10 +40,11 @@ func (q *laterQueue[T]) add(item T, write func(ctx context.Context, batch []T)) 
 	select {
 	case q.queue <- item:
 	default:
+		q.dropped.Add(1)
 	}
 }
 
-func (q *laterQueue[T]) run(write func(ctx context.Context, batch []T)) {
+func (q *laterQueue[T]) run(write func(ctx context.Context, batch []T) (failed int)) {
 	for item := range q.queue {
 		batch := []T{item}
 	more:
@@ -51,7 +57,29 @@ func (q *laterQueue[T]) run(write func(ctx context.Context, batch []T)) {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		write(ctx, batch)
+		q.failed.Add(uint64(write(ctx, batch)))
 		cancel()
 	}
+}
+
+// LaterLost counts the writes of one kind queued off their caller's path
+// (laterQueue) that never applied: dropped on a full backlog (Redis not
+// keeping up), or failed in Redis. Each such loss is safe (the store's
+// meaning does not change) but costs something until it is made good: see
+// LaterWritesLost.
+type LaterLost struct{ Dropped, Failed uint64 }
+
+// LaterWritesLost counts, since the process started, the open-slot
+// confirmations (ConfirmOpenLater; lost, the slot stays reserved until the
+// next reconcile of the agent's count, so it may refuse a request under
+// INTAKE_MAX_OPEN meanwhile) and the post deferrals (lost, the post's job
+// runs at its arrival and is told then to wait for its turn: a run more)
+// that never applied. A growing count means Redis is failing or not
+// keeping up.
+func (s *Store) LaterWritesLost() (confirms, deferrals LaterLost) {
+	return s.confirms.lost(), s.deferrals.lost()
+}
+
+func (q *laterQueue[T]) lost() LaterLost {
+	return LaterLost{Dropped: q.dropped.Load(), Failed: q.failed.Load()}
 }

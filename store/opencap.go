@@ -182,14 +182,25 @@ func (s *Store) ConfirmOpenLater(slot OpenSlot) {
 }
 
 // confirmBatch writes queued confirmations in one pipeline; a failure leaves
-// them to reconcile (above).
-func (s *Store) confirmBatch(ctx context.Context, batch []OpenSlot) {
+// them to reconcile (above). It returns how many failed.
+func (s *Store) confirmBatch(ctx context.Context, batch []OpenSlot) (failed int) {
 	pipe := s.rdb.Pipeline()
 	score := float64(openConfirmed + s.nowMs())
 	for _, sl := range batch {
 		pipe.ZAdd(ctx, s.keys.openCount(sl.agent), redis.Z{Score: score, Member: sl.id})
 	}
-	_, _ = pipe.Exec(ctx)
+	cmds, _ := pipe.Exec(ctx) // each command's error is read below
+	return countFailed(cmds)
+}
+
+// countFailed is how many of a pipeline's commands failed.
+func countFailed(cmds []redis.Cmder) (n int) {
+	for _, c := range cmds {
+		if c.Err() != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // SettleOpen decides a slot whose create did not create the request, and
