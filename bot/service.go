@@ -138,7 +138,7 @@ func NewService(d Deps) (*Service, error) {
 	slackHandlers, err := handlers.New(handlers.Options{
 		SigningSecret: cfg.SlackSigningSecret, Decisions: decider, Requests: d.Store,
 		Slack: d.Slack, Async: async, Logger: d.Logger.With("component", "slack"), Registry: d.Registry,
-		Wake: func() { runner.Wake() }, Command: cfg.SlackCommand, Now: d.Now, Lists: d.Store, Home: d.Store,
+		Wake: func(id string) { runner.WakeFor(id) }, Command: cfg.SlackCommand, Now: d.Now, Lists: d.Store, Home: d.Store,
 		Defaults: cfg.Policy().Defaults, CommandBudget: d.CommandBudget, StoreBudget: cfg.storeRequestTimeout(),
 		Names: directory,
 	})
@@ -153,7 +153,7 @@ func NewService(d Deps) (*Service, error) {
 		Defaults: cfg.Policy().Defaults, Reminders: reminders,
 		Now: d.Now, Metrics: d.Metrics.Outbound, Logger: d.Logger,
 		// Set below, before any job runs.
-		Wake: func() { runner.Wake() },
+		Wake: func(id string) { runner.WakeFor(id) },
 	})
 	if err != nil {
 		return nil, err

@@ -105,7 +105,7 @@ func (s *Slack) settled(ctx context.Context, action, channel string, by aah.Pers
 		s.metrics.actions.WithLabelValues(action, "recorded").Inc()
 		s.log.InfoContext(ctx, "reviewer action recorded", "action", action, "request_id", out.Record.ID,
 			"user", by.ID, "status", out.Record.Status, "resolved", out.Resolved)
-		s.opts.Wake()
+		s.opts.Wake(out.Record.ID)
 		s.refreshHomes(action, by, out.Record)
 	}
 }

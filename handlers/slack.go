@@ -78,8 +78,9 @@ type Options struct {
 	Async    *Async
 	Logger   *slog.Logger
 	Registry prometheus.Registerer // nil: metrics not registered
-	// Wake tells the job runner new work is queued (message syncs, deliveries).
-	Wake func()
+	// Wake tells the job runner new work is queued for request requestID
+	// (message syncs, deliveries: jobs.Runner.WakeFor).
+	Wake func(requestID string)
 	// Command is the slash command served at /slack/commands; default
 	// DefaultCommand ("/approvals").
 	Command string
@@ -156,7 +157,7 @@ func New(opts Options) (*Slack, error) {
 		opts.Async = NewAsync(8, 256)
 	}
 	if opts.Wake == nil {
-		opts.Wake = func() {}
+		opts.Wake = func(string) {}
 	}
 	if opts.Command == "" {
 		opts.Command = DefaultCommand

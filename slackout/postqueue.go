@@ -75,7 +75,7 @@ func (p *poster) endTurn(ctx context.Context, turn store.PostTurn) {
 		return
 	}
 	if p.opts.Wake != nil {
-		p.opts.Wake()
+		p.opts.Wake(next)
 	}
 }
 

@@ -110,10 +110,11 @@ type Options struct {
 	// Now is the store's clock (sweeps are scheduled on it). Default
 	// time.Now.
 	Now func() time.Time
-	// Wake, when set, wakes this process's job runner: a post ending its
-	// turn makes the next post's job due and wakes it (default: the next
-	// post waits for the runner's next look).
-	Wake func()
+	// Wake, when set, wakes this process's job runner for request
+	// requestID's jobs (jobs.Runner.WakeFor): a post ending its turn makes
+	// the next post's job due and wakes it (default: the next post waits
+	// for the runner's next look).
+	Wake func(requestID string)
 	// Metrics default to unregistered ones.
 	Metrics *Metrics
 	Logger  *slog.Logger

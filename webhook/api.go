@@ -73,7 +73,10 @@ type Options struct {
 	// AllowInsecureCallbacks accepts http:// and private response URLs.
 	AllowInsecureCallbacks bool
 	// Jobs is told when new work is queued, so a local worker starts at once.
-	Jobs interface{ Wake() }
+	Jobs interface {
+		Wake()
+		WakeFor(requestID string) // Wake for that request's own jobs only (jobs.Runner.WakeFor)
+	}
 	// Decisions are the reviewer operations of the decision endpoints
 	// (POST /v1/requests/{id}/answers, comments, submit, reject); without
 	// it they are not served.
@@ -302,7 +305,7 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request, agent string) {
 		return
 	}
 	a.log.InfoContext(r.Context(), "redelivery requested", "request_id", rec.ID, "agent", agent)
-	a.wake()
+	a.wakeFor(rec.ID)
 	a.writeDetail(w, r, http.StatusAccepted, rec)
 }
 
@@ -371,13 +374,20 @@ func (a *API) withdraw(w http.ResponseWriter, r *http.Request, agent string) {
 		return
 	}
 	a.log.InfoContext(r.Context(), "request withdrawn", "request_id", rec.ID, "agent", agent)
-	a.wake()
+	a.wakeFor(rec.ID)
 	writeJSON(w, http.StatusOK, viewOf(rec))
 }
 
 func (a *API) wake() {
 	if a.opts.Jobs != nil {
 		a.opts.Jobs.Wake()
+	}
+}
+
+// wakeFor is wake when the new work is request id's own jobs (its post).
+func (a *API) wakeFor(id string) {
+	if a.opts.Jobs != nil {
+		a.opts.Jobs.WakeFor(id)
 	}
 }
 

@@ -364,6 +364,8 @@ type wakeCounter struct {
 
 func (w *wakeCounter) Wake() { w.mu.Lock(); w.n++; w.mu.Unlock() }
 
+func (w *wakeCounter) WakeFor(string) { w.Wake() }
+
 func (w *wakeCounter) count() int { w.mu.Lock(); defer w.mu.Unlock(); return w.n }
 
 // Redelivery: only the owner; 409 until there is a decision to deliver; 202

@@ -104,7 +104,7 @@ func (a *API) decider(action string, h decideFunc) http.HandlerFunc {
 			a.opts.Metrics.decision(action, "recorded")
 			a.log.InfoContext(ctx, "api decision recorded", "action", action, "request_id", id,
 				"user", by.ID, "agent", by.Agent, "status", out.Record.Status, "resolved", out.Resolved)
-			a.wake()
+			a.wakeFor(out.Record.ID)
 			if a.opts.Decided != nil {
 				a.opts.Decided(action, by, out.Record)
 			}

@@ -128,7 +128,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 	// second line per request costs the intake's hot path.
 	a.log.DebugContext(ctx, "intake: request accepted", "request_id", rec.ID, "agent", agent,
 		"decisions", len(req.Data.Decisions), "channel", rec.Channel)
-	a.wake()
+	a.wakeFor(rec.ID)
 	w.Header().Set("Location", selfLink(rec.ID))
 	writeJSON(w, http.StatusAccepted, accepted{ID: rec.ID, Status: rec.Status, Links: links{Self: selfLink(rec.ID)}})
 }
