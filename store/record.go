@@ -187,7 +187,16 @@ func jobID(kind, requestID string) string { return kind + ":" + requestID }
 const answerField = "ans:" // request hash field prefix of an answer
 
 // Get loads one request.
-func (s *Store) Get(ctx context.Context, id string) (Record, error) {
+func (s *Store) Get(ctx context.Context, id string) (Record, error) { return s.read(ctx, id, true) }
+
+// GetState is Get without the request's document (Document is nil): for a
+// caller that needs only the request's state (its status, reviewers,
+// answers), such as the Home tabs' job, which runs for nearly every request.
+// Inflating the stored document is most of the CPU of decoding a record
+// whose document has left the cache.
+func (s *Store) GetState(ctx context.Context, id string) (Record, error) { return s.read(ctx, id, false) }
+
+func (s *Store) read(ctx context.Context, id string, document bool) (Record, error) {
 	if !aah.ValidRequestID(id) {
 		return Record{}, ErrNotFound
 	}
@@ -198,26 +207,9 @@ func (s *Store) Get(ctx context.Context, id string) (Record, error) {
 	if len(h) == 0 {
 		return Record{}, ErrNotFound
 	}
-	return decodeRecord(id, h), nil
-}
-
-// GetState is Get without the request's document (Document is nil): for a
-// caller that needs only the request's state (its status, reviewers,
-// answers), such as the Home tabs' job, which runs for nearly every request.
-// Inflating the stored document is most of the CPU of decoding a record
-// whose document has left the cache.
-func (s *Store) GetState(ctx context.Context, id string) (Record, error) {
-	if !aah.ValidRequestID(id) {
-		return Record{}, ErrNotFound
+	if !document {
+		delete(h, "doc")
 	}
-	h, err := s.rdb.HGetAll(ctx, s.keys.request(id)).Result()
-	if err != nil {
-		return Record{}, fmt.Errorf("store: get the state of request %s: %w", id, err)
-	}
-	if len(h) == 0 {
-		return Record{}, ErrNotFound
-	}
-	delete(h, "doc")
 	return decodeRecord(id, h), nil
 }
 
