@@ -194,7 +194,9 @@ func (s *Store) Get(ctx context.Context, id string) (Record, error) { return s.r
 // answers), such as the Home tabs' job, which runs for nearly every request.
 // Inflating the stored document is most of the CPU of decoding a record
 // whose document has left the cache.
-func (s *Store) GetState(ctx context.Context, id string) (Record, error) { return s.read(ctx, id, false) }
+func (s *Store) GetState(ctx context.Context, id string) (Record, error) {
+	return s.read(ctx, id, false)
+}
 
 func (s *Store) read(ctx context.Context, id string, document bool) (Record, error) {
 	if !aah.ValidRequestID(id) {

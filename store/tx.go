@@ -155,10 +155,10 @@ func (s *Store) watchRead(ctx context.Context, key string, fn func(tx *redis.Tx,
 			return fn(tx, h)
 		}, key)
 	}
-	return c.Watch(ctx, func(tx *redis.Tx) error {
+	return c.Watch(ctx, func(tx *redis.Tx) (err error) {
 		var watch *redis.Cmd
 		var read *redis.MapStringStringCmd
-		_, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err = tx.Pipelined(ctx, func(p redis.Pipeliner) error {
 			watch = p.Do(ctx, "watch", key)
 			read = p.HGetAll(ctx, key)
 			return nil
@@ -166,17 +166,29 @@ func (s *Store) watchRead(ctx context.Context, key string, fn func(tx *redis.Tx,
 		if watch.Err() != nil {
 			return watch.Err() // nothing watched
 		}
+		// Until an EXEC is known to have run, the watch is this
+		// transaction's to release, whatever ends it (fn may panic, and the
+		// process recovers). Unanswered in unwatchTimeout, the connection
+		// is closed, and the watch with it.
+		armed := true
+		defer func() {
+			if armed {
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unwatchTimeout)
+				_ = tx.Unwatch(uctx).Err()
+				cancel()
+			}
+		}()
 		if err == nil {
 			err = fn(tx, read.Val())
 		}
-		if err != nil && !errors.Is(err, redis.TxFailedErr) && !redis.IsExecAbortError(err) {
-			// No EXEC ran (or its answer was lost, and the connection
-			// with it): the watch would outlive this transaction.
-			_ = tx.Unwatch(context.WithoutCancel(ctx)).Err()
-		}
+		armed = err != nil && !errors.Is(err, redis.TxFailedErr) && !redis.IsExecAbortError(err)
 		return err
 	})
 }
+
+// unwatchTimeout bounds the UNWATCH of a transaction that ended without
+// its EXEC, past the caller's own deadline (which may have ended it).
+const unwatchTimeout = 250 * time.Millisecond
 
 // ErrWriteDeadline is Update's error when the time given by WriteBy passed
 // before Redis applied the change: nothing was written. It is a deadline

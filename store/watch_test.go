@@ -47,6 +47,9 @@ func TestUpdateLeavesNoWatchBehind(t *testing.T) {
 	endings := map[string]func(store.Record) (*store.Change, error){
 		"decision refused": func(store.Record) (*store.Change, error) { return nil, errRefused },
 		"nothing to do":    func(store.Record) (*store.Change, error) { return nil, nil },
+		// The process recovers a handler's panic and goes on, with the
+		// connection back in its pool.
+		"decision panicked": func(store.Record) (*store.Change, error) { panic("decide failed") },
 	}
 	for name, server := range servers {
 		for ending, decide := range endings {
@@ -60,9 +63,12 @@ func TestUpdateLeavesNoWatchBehind(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := s.Update(ctx, rec.ID, decide); err != nil && !errors.Is(err, errRefused) {
-					t.Fatalf("Update: %v", err)
-				}
+				func() {
+					defer func() { _ = recover() }()
+					if _, err := s.Update(ctx, rec.ID, decide); err != nil && !errors.Is(err, errRefused) {
+						t.Fatalf("Update: %v", err)
+					}
+				}()
 				// The request changes (another process's write)...
 				other := redis.NewClient(rdb.Options())
 				t.Cleanup(func() { _ = other.Close() })
