@@ -95,11 +95,12 @@ type Runner struct {
 // allShards is dirty with every shard's bit.
 const allShards = 1<<store.Shards - 1
 
-// fullPassEvery bounds how long a runner that keeps finding work goes
-// without claiming a shard it was not woken for (see Run): a job another
-// process adds there, or this one adds with no wake (a Home tab's publish,
-// in another shard than the job that schedules it), waits at most this
-// long and a pass. An idle runner's poll interval bounds them as before.
+// fullPassEvery bounds how long a runner goes without claiming a shard it
+// was not woken for once it passed one over (see Run): a job another
+// process adds there, or this one adds with no wake for it (a Home tab's
+// publish, or another request's post made due by a withdrawal, in another
+// shard than the request woken for), waits at most this long and a pass.
+// Otherwise the poll interval bounds them, as before.
 const fullPassEvery = 50 * time.Millisecond
 
 // NewRunner returns a Runner over q.
@@ -160,10 +161,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	// NextClaimer). Until then the shard is not claimed again unless it is
 	// woken for (WakeFor; Wake wakes all; a job of the shard ran, which may
 	// have scheduled its request's next), or a pass over every shard is
-	// due: at every poll, and at least each fullPassEvery while the runner
-	// keeps finding work. A runner that claimed all 16 shards whenever it
-	// was woken made some 44 claims per request at 200 requests a second
-	// (issue #17).
+	// due: at every poll, and fullPassEvery after the last one once a
+	// pass has passed shards over (busy or not). A runner that claimed all
+	// 16 shards whenever it was woken made some 44 claims per request at
+	// 200 requests a second (issue #17).
 	var nextDue [store.Shards]time.Time // zero: not known, claim it
 	_, tells := r.q.(NextClaimer)
 	var fullAt time.Time // when the next pass over every shard is due
@@ -240,6 +241,13 @@ func (r *Runner) Run(ctx context.Context) error {
 		start = (start + 1) % store.Shards
 		if claimed > 0 {
 			continue // more may be due; poll again at once
+		}
+		if woken != allShards && (next.IsZero() || fullAt.Before(next)) {
+			// Shards were passed over: a job this runner was not woken for
+			// may wait there (another request's post handed the turn by a
+			// withdrawal, a Home tab publish), so the pass over every shard
+			// comes when due, not at the next poll.
+			next = fullAt
 		}
 		if !r.sleep(ctx, next) {
 			return nil

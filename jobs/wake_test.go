@@ -191,13 +191,17 @@ func startRunner(t *testing.T, q interface {
 
 // A runner woken for one request's jobs (WakeFor: intake, a click, a post
 // handing its channel's turn on) claims that request's shard only, not all
-// sixteen; Wake still claims every shard, and so does the next poll.
+// sixteen. Once it passed shards over, a pass over every shard follows
+// 50 ms (fullPassEvery) after the last, not at the next poll: a job it was
+// not woken for is found then. Wake claims every shard at once.
 func TestRunnerWokenForARequestClaimsItsShardOnly(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		const poll = time.Hour // no poll during the test, but the last step's
+		const poll = time.Hour // never reached: every look below comes sooner
+		t0 := time.Now()
 		q := &shardQueue{jobs: map[int][]store.Job{}, ran: make(chan string, 4)}
 		r, stop := startRunner(t, q, poll)
+		defer stop()
 		synctest.Wait() // the first look: every shard, nothing there
 		if got := q.takeClaims(); len(got) != store.Shards {
 			t.Fatalf("first look: %d claims, want one per shard (%d)", len(got), store.Shards)
@@ -211,42 +215,35 @@ func TestRunnerWokenForARequestClaimsItsShardOnly(t *testing.T) {
 		if got := <-q.ran; got != id {
 			t.Fatalf("ran %q", got)
 		}
-		synctest.Wait()
-		// Its shard is claimed, and again once its job ran (it may have
-		// scheduled the request's next): no other shard is.
-		for _, s := range q.takeClaims() {
-			if s != shard {
-				t.Errorf("claimed shard %d, woken for shard %d only", s, shard)
-			}
-		}
-
 		// A job in another shard, added with no wake for it (as by another
-		// process), is found by Wake, which claims every shard.
+		// process, or a withdrawal handing a channel's turn on).
 		const other = "req-other"
 		if store.ShardOf(other) == shard {
 			t.Fatal("pick ids in different shards")
 		}
 		q.add(store.ShardOf(other), other)
 		synctest.Wait()
-		if got := q.takeClaims(); len(got) != 0 {
-			t.Fatalf("claims with no wake: %v", got)
+		// The woken shard was claimed, and again once its job ran (it may
+		// have scheduled the request's next); no other shard was yet.
+		for _, s := range q.takeClaims() {
+			if s != shard {
+				t.Errorf("claimed shard %d, woken for shard %d only", s, shard)
+			}
 		}
-		r.Wake()
 		if got := <-q.ran; got != other {
 			t.Fatalf("ran %q", got)
 		}
-		synctest.Wait()
-		if got := q.takeClaims(); len(got) < store.Shards {
-			t.Errorf("Wake: %d claims, want every shard (%d)", len(got), store.Shards)
+		if at := time.Since(t0); at != 50*time.Millisecond {
+			t.Errorf("the job no wake was for ran at +%v, want +50ms (the pass over every shard after the first)", at)
 		}
 
-		// And with no wake at all, by the next poll.
-		const late = "req-polled"
-		q.add(store.ShardOf(late), late)
-		if got := <-q.ran; got != late { // the bubble's clock runs to the poll
-			t.Fatalf("ran %q", got)
+		synctest.Wait()
+		q.takeClaims()
+		r.Wake()
+		synctest.Wait()
+		if got := q.takeClaims(); len(got) != store.Shards {
+			t.Errorf("Wake: %d claims, want every shard (%d)", len(got), store.Shards)
 		}
-		stop()
 	})
 }
 

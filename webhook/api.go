@@ -374,7 +374,9 @@ func (a *API) withdraw(w http.ResponseWriter, r *http.Request, agent string) {
 		return
 	}
 	a.log.InfoContext(r.Context(), "request withdrawn", "request_id", rec.ID, "agent", agent)
-	a.wakeFor(rec.ID)
+	// Every shard: an unposted request leaving its channel's queue makes
+	// the next post there due, another request's, in another shard.
+	a.wake()
 	writeJSON(w, http.StatusOK, viewOf(rec))
 }
 
