@@ -149,7 +149,8 @@ func (r *Runner) wakeShards(bits uint32) {
 
 // Run drains the queue until ctx is cancelled, then waits for running jobs.
 // Idle, it sleeps until the earliest job it saw due (when the queue is a
-// NextClaimer), a Wake, or the poll interval, whichever comes first: the
+// NextClaimer), a Wake, the poll interval or, when its last pass skipped
+// shards, the next pass over every shard, whichever comes first: the
 // interval still bounds how late it sees jobs another process added.
 func (r *Runner) Run(ctx context.Context) error {
 	r.log.InfoContext(ctx, "job runner started", "concurrency", r.opts.Concurrency, "lease", r.opts.Lease)
@@ -169,7 +170,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	_, tells := r.q.(NextClaimer)
 	var fullAt time.Time // when the next pass over every shard is due
 	for {
-		claimed := 0
+		claimed, skipped := 0, false
 		var next time.Time // the earliest job due later, zero if unknown
 		now := r.opts.Now()
 		r.mu.Lock()
@@ -194,6 +195,7 @@ func (r *Runner) Run(ctx context.Context) error {
 				if nextDue[shard] != never && (next.IsZero() || nextDue[shard].Before(next)) {
 					next = nextDue[shard]
 				}
+				skipped = true
 				continue // nothing due there yet, as far as this runner knows
 			}
 			// Lease only as many jobs as can start now: reserve a slot
@@ -242,7 +244,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		if claimed > 0 {
 			continue // more may be due; poll again at once
 		}
-		if woken != allShards && (next.IsZero() || fullAt.Before(next)) {
+		if skipped && (next.IsZero() || fullAt.Before(next)) {
 			// Shards were passed over: a job this runner was not woken for
 			// may wait there (another request's post handed the turn by a
 			// withdrawal, a Home tab publish), so the pass over every shard
