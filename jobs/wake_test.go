@@ -54,6 +54,7 @@ func TestRunnerStillPollsWhenTheNextJobIsFar(t *testing.T) {
 // dueQueue holds one job of kind "k", due at due, and is its handler too.
 // Every claim reports the job's due time while it waits.
 type dueQueue struct {
+	settlesQuietly
 	due time.Time
 	ran chan time.Time
 
@@ -93,15 +94,11 @@ func (q *dueQueue) Claim(ctx context.Context, shard, max int, lease time.Duratio
 	jobs, _, err := q.ClaimNext(ctx, shard, max, lease)
 	return jobs, err
 }
-func (q *dueQueue) Ack(context.Context, store.Job) error                    { return nil }
-func (q *dueQueue) Retry(context.Context, store.Job, time.Time, bool) error { return nil }
-func (q *dueQueue) Bury(context.Context, store.Job, string) error           { return nil }
 
 func (q *dueQueue) Handle(context.Context, store.Job) error {
 	q.ran <- time.Now()
 	return nil
 }
-func (q *dueQueue) GaveUp(context.Context, store.Job, error) {}
 
 // A job the runner itself rescheduled runs when it is due, although the
 // claims of the runner's last round could not see it: it does not wait for
@@ -123,10 +120,11 @@ func TestRunnerWakesForAJobItRescheduled(t *testing.T) {
 // retryQueue holds one job of kind "k" that asks, on its first run, to run
 // again 40ms later. Its claims never tell when the next job is due.
 type retryQueue struct {
-	mu   sync.Mutex
-	due  time.Time // zero while the job is claimed or done
-	ran  int
-	runs chan time.Time
+	settlesQuietly // but Retry
+	mu             sync.Mutex
+	due            time.Time // zero while the job is claimed or done
+	ran            int
+	runs           chan time.Time
 }
 
 func (q *retryQueue) Claim(_ context.Context, _, _ int, _ time.Duration) ([]store.Job, error) {
@@ -138,14 +136,12 @@ func (q *retryQueue) Claim(_ context.Context, _, _ int, _ time.Duration) ([]stor
 	q.due = time.Time{}
 	return []store.Job{{ID: "k:r1", Kind: "k", RequestID: "r1", Attempt: 1}}, nil
 }
-func (q *retryQueue) Ack(context.Context, store.Job) error { return nil }
 func (q *retryQueue) Retry(_ context.Context, _ store.Job, at time.Time, _ bool) error {
 	q.mu.Lock()
 	q.due = at
 	q.mu.Unlock()
 	return nil
 }
-func (q *retryQueue) Bury(context.Context, store.Job, string) error { return nil }
 
 func (q *retryQueue) Handle(context.Context, store.Job) error {
 	q.runs <- time.Now()
@@ -156,7 +152,6 @@ func (q *retryQueue) Handle(context.Context, store.Job) error {
 	}
 	return nil
 }
-func (q *retryQueue) GaveUp(context.Context, store.Job, error) {}
 
 // start runs a runner over q, which handles its jobs of kind "k" too, and
 // returns a stop that ends it.
@@ -250,6 +245,7 @@ func TestRunnerWokenForARequestClaimsItsShardOnly(t *testing.T) {
 // shardQueue holds jobs of kind "k" per shard, due at once, and records
 // which shard each claim asked. Its claims tell there is no later job.
 type shardQueue struct {
+	settlesQuietly
 	mu     sync.Mutex
 	jobs   map[int][]store.Job
 	claims []int
@@ -284,8 +280,13 @@ func (q *shardQueue) Claim(ctx context.Context, shard, max int, lease time.Durat
 	jobs, _, err := q.ClaimNext(ctx, shard, max, lease)
 	return jobs, err
 }
-func (q *shardQueue) Ack(context.Context, store.Job) error                    { return nil }
-func (q *shardQueue) Retry(context.Context, store.Job, time.Time, bool) error { return nil }
-func (q *shardQueue) Bury(context.Context, store.Job, string) error           { return nil }
-func (q *shardQueue) Handle(_ context.Context, j store.Job) error             { q.ran <- j.RequestID; return nil }
-func (q *shardQueue) GaveUp(context.Context, store.Job, error)                {}
+func (q *shardQueue) Handle(_ context.Context, j store.Job) error { q.ran <- j.RequestID; return nil }
+
+// settlesQuietly is the settling half of a test queue that records
+// nothing: ack, retry and bury succeed, and a job given up is not noted.
+type settlesQuietly struct{}
+
+func (settlesQuietly) Ack(context.Context, store.Job) error                    { return nil }
+func (settlesQuietly) Retry(context.Context, store.Job, time.Time, bool) error { return nil }
+func (settlesQuietly) Bury(context.Context, store.Job, string) error           { return nil }
+func (settlesQuietly) GaveUp(context.Context, store.Job, error)                {}

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // laterQueue holds writes that need not happen on their caller's path and
@@ -42,6 +44,17 @@ func (q *laterQueue[T]) add(item T, write func(ctx context.Context, batch []T) (
 	default:
 		q.dropped.Add(1)
 	}
+}
+
+// countFailed is how many of a batch's pipelined commands failed: what a
+// batch writer returns.
+func countFailed(cmds []redis.Cmder) (n int) {
+	for _, c := range cmds {
+		if c.Err() != nil {
+			n++
+		}
+	}
+	return n
 }
 
 func (q *laterQueue[T]) run(write func(ctx context.Context, batch []T) (failed int)) {

@@ -193,16 +193,6 @@ func (s *Store) confirmBatch(ctx context.Context, batch []OpenSlot) (failed int)
 	return countFailed(cmds)
 }
 
-// countFailed is how many of a pipeline's commands failed.
-func countFailed(cmds []redis.Cmder) (n int) {
-	for _, c := range cmds {
-		if c.Err() != nil {
-			n++
-		}
-	}
-	return n
-}
-
 // SettleOpen decides a slot whose create did not create the request, and
 // did fail for certain (not a timeout, after which the create may have
 // committed: leave the reservation then, reconcile decides it once past
