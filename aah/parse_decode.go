@@ -20,7 +20,7 @@ import (
 // precision). Callers that also need the document itself, for hashing or
 // editing, decode once with it.
 func Decode(raw []byte) (any, error) {
-	d := fastDecoder{raw: raw}
+	d := fastDecoder{raw: raw, src: string(raw)}
 	if v, ok := d.document(); ok {
 		return v, nil
 	}
@@ -50,7 +50,7 @@ const maxDecodeDepth = 10000
 // whitespace (json.Compact's output), with room bytes of spare capacity for
 // the caller to splice into without another allocation.
 func DecodeCompact(raw []byte, room int) (doc any, compacted []byte, err error) {
-	d := fastDecoder{raw: raw, keep: true, out: make([]byte, 0, len(raw)+room)}
+	d := fastDecoder{raw: raw, src: string(raw), keep: true, out: make([]byte, 0, len(raw)+room)}
 	if v, ok := d.document(); ok {
 		return v, d.out, nil
 	}
@@ -61,8 +61,13 @@ func DecodeCompact(raw []byte, room int) (doc any, compacted []byte, err error) 
 // fastDecoder walks raw once; ok false means "not handled here", never a
 // verdict: the caller asks encoding/json.
 type fastDecoder struct {
-	raw   []byte
+	raw []byte
+	// src is raw as one string: a plain string of the document (most of
+	// its keys and values) is a slice of it, not an allocation of its own.
+	// The tree keeps the whole body alive as long as any of them is kept.
+	src   string
 	i     int
+	elems []any  // the elements of the arrays being decoded
 	keep  bool   // build out
 	out   []byte // the compacted document so far
 	depth int
@@ -170,17 +175,22 @@ func (d *fastDecoder) array() (any, bool) {
 		return nil, false
 	}
 	defer func() { d.depth-- }()
-	a := make([]any, 0) // never nil: encoding/json decodes [] as an empty slice
+	// The elements gather on d.elems (shared by nested arrays, each above
+	// its parent's), so the array is allocated once at its size.
+	base := len(d.elems)
+	defer func() { clear(d.elems[base:]); d.elems = d.elems[:base] }()
 	for more {
 		v, ok := d.value()
 		if !ok {
 			return nil, false
 		}
-		a = append(a, v)
+		d.elems = append(d.elems, v)
 		if more, ok = d.next(']'); !ok {
 			return nil, false
 		}
 	}
+	a := make([]any, len(d.elems)-base) // never nil: encoding/json decodes [] as an empty slice
+	copy(a, d.elems[base:])
 	return a, true
 }
 
@@ -247,7 +257,7 @@ func (d *fastDecoder) string() (string, bool) {
 			d.emit(lit)
 			body := lit[1 : len(lit)-1]
 			if plain && (ascii || utf8.Valid(body)) {
-				return string(body), true
+				return d.src[start+1 : d.i-1], true
 			}
 			var s string
 			if json.Unmarshal(lit, &s) != nil {
