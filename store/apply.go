@@ -44,7 +44,16 @@ const (
 //	ARGV[6] -> create: index in KEYS of the agent's grant copies of the
 //	           shard, 0: none. A create that a live grant might resolve is
 //	           left to the caller, which matches grants in Go (createGranted).
-//	ARGV[7…] -> the commands: for each, its length n, then its n words.
+//	ARGV[7] -> create: index in KEYS of the agent's open-request count
+//	           (<p>:open:{<agent>}, another slot: one Redis node only), 0:
+//	           none. When set, the create is admitted only if the count
+//	           holds ARGV[8] with the score ARGV[9]: the reservation the
+//	           agent's limits made for it just before, in the same pipeline
+//	           (createAdmitted). Checked after the duplicate check, so a
+//	           resubmission is answered whatever the limits say.
+//	ARGV[8] -> create: the request's id, as the count's member
+//	ARGV[9] -> create: the reservation's score
+//	ARGV[10…] -> the commands: for each, its length n, then its n words.
 //	           cmdGlobalAudit: chain, pending, base, request hash ("" for a
 //	           standalone entry), "1" to record the first seq as the
 //	           request's audit_gseq0, then entries (JSON, "seq":0 first).
@@ -54,17 +63,24 @@ const (
 //
 // Returns {"ok", the event cursor a cmdEvents wrote ("" when none)}, or
 // {what stopped it with nothing written}: "deadline", "duplicate",
-// "conflict", "notfound" or "grants".
+// "conflict", "notfound", "grants" or "notadmitted".
 var applyWrite = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function admitted()
+  if ARGV[2] ~= '1' or ARGV[7] == '0' then return true end
+  local score = redis.call('ZSCORE', KEYS[tonumber(ARGV[7])], ARGV[8])
+  return score ~= false and tonumber(score) == tonumber(ARGV[9])
+end
 if ARGV[2] == '1' then
   local h = redis.call('HMGET', KEYS[1], 'hash', 'agent')
   if h[1] then
     if h[1] == ARGV[3] and h[2] == ARGV[4] then return {'duplicate'} end
+    if not admitted() then return {'notadmitted'} end
     return {'conflict'}
   end
   if ARGV[5] == '1' then return {'notfound'} end
+  if not admitted() then return {'notadmitted'} end
 end
 local by = tonumber(ARGV[1])
 if by > 0 and now >= by then return {'deadline'} end
@@ -103,7 +119,7 @@ local function events(a, last)
   end
 end
 
-local i = 7
+local i = 10
 while i <= #ARGV do
   local n = tonumber(ARGV[i])
   local cmd = ARGV[i + 1]
@@ -134,6 +150,10 @@ type createGuard struct {
 	hash, agent string
 	storedOnly  bool
 	grantsKey   string // the agent's grant copies of the shard; "": unchecked
+	// openKey is the agent's open-request count whose member id must hold
+	// openScore (the create's admission, createAdmitted); "": unchecked.
+	openKey, id string
+	openScore   int64
 }
 
 // Outcomes of applyWrite other than "ok", as errors.
@@ -160,12 +180,12 @@ func (w write) args(reqKey string) ([]string, []any) {
 		index[k] = len(keys)
 		return len(keys)
 	}
-	argv := make([]any, 0, 6+len(w.cmds)*5)
+	argv := make([]any, 0, 9+len(w.cmds)*5)
 	argv = append(argv, w.writeBy)
 	if g := w.create; g != nil {
-		argv = append(argv, "1", g.hash, g.agent, boolArg(g.storedOnly), key(g.grantsKey))
+		argv = append(argv, "1", g.hash, g.agent, boolArg(g.storedOnly), key(g.grantsKey), key(g.openKey), g.id, g.openScore)
 	} else {
-		argv = append(argv, "0", "", "", "0", 0)
+		argv = append(argv, "0", "", "", "0", 0, 0, "", 0)
 	}
 	for _, c := range w.cmds {
 		a := c.Args()
@@ -259,6 +279,8 @@ func (s *Store) applied(res []string, w write) (cursor string, err error) {
 		return "", ErrNotFound
 	case "grants":
 		return "", errGrantsMayMatch
+	case "notadmitted":
+		return "", ErrNotAdmitted
 	}
 	return "", fmt.Errorf("store: unexpected answer %q of the write script", res)
 }

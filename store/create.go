@@ -36,12 +36,26 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	if ReservedID(n.ID) {
 		return Record{}, false, fmt.Errorf("store: create %q: %w", n.ID, ErrReservedID)
 	}
+	adm := admissionOf(ctx)
+	_, cluster := s.rdb.(*redis.ClusterClient)
+	if adm != nil && cluster {
+		return s.admitThenCreate(ctx, adm, n)
+	}
 	writeBy, err := writeByMs(ctx)
 	if err != nil {
 		return Record{}, false, err
 	}
 	_, storedOnly := ctx.Value(storedOnlyKey{}).(bool)
 	guard := &createGuard{hash: n.BodyHash, agent: n.Agent, storedOnly: storedOnly}
+	var admit *admitCall
+	if adm != nil {
+		// The limits go first in the create's pipeline; the create is
+		// admitted only by the reservation they make, and must commit
+		// while it holds.
+		admit = s.admitCallFor(adm, n.ID)
+		guard.openKey, guard.id, guard.openScore = admit.openKey, n.ID, admit.reservedAt
+		writeBy = admit.slot.CreateBy.UnixMilli()
+	}
 	if n.MatchGrants != nil {
 		// Checked in the script: with no live grant copy of the agent in
 		// the shard, nothing can resolve it as it is created.
@@ -56,7 +70,17 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	turn := PostTurn{Channel: n.Channel, ID: n.ID, Arrival: now}
 	var queued bool
 	var turnIn time.Duration
-	rec.Events.Cursor, queued, turnIn, err = s.applyQueued(ctx, s.keys.request(n.ID), w, turn)
+	rec.Events.Cursor, queued, turnIn, err = s.applyQueued(ctx, s.keys.request(n.ID), w, turn, admit)
+	if admit != nil && (err == nil || !Unavailable(err)) {
+		if _, derr := s.decide(ctx, admit); derr != nil && err == nil {
+			// Created, but the limits' answer could not be read: the
+			// reservation is there (the create was admitted by it).
+			adm.Decided, adm.Decision, adm.Slot = true, RateDecision{Allowed: true}, admit.slot
+			adm.Slot.Reserved = true
+		} else if derr != nil {
+			err = derr
+		}
+	}
 	if err == nil && turnIn > 0 {
 		// Posts are ahead of it in its channel: its job waits for its turn
 		// (the post ending the turn before it hands it on, PullPostJob)
@@ -92,7 +116,7 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 // Cluster the queue is another node's, so the post is queued once the write
 // has applied, a round trip later. Should the queuing fail, the post job
 // queues itself when it runs (TakePostTurn).
-func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn) (cursor string, queued bool, turnIn time.Duration, err error) {
+func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn, admit *admitCall) (cursor string, queued bool, turnIn time.Duration, err error) {
 	keys, argv := w.args(reqKey)
 	qKeys, qArgs := s.queuePostArgs(turn)
 	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
@@ -104,9 +128,16 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 		return cursor, queued, turnIn, nil
 	}
 	pipe := s.rdb.Pipeline()
+	var adm *redis.Cmd
+	if admit != nil {
+		adm = admit.script.EvalSha(ctx, pipe, admit.keys, admit.args...)
+	}
 	a := applyWrite.EvalSha(ctx, pipe, keys, argv...)
 	q := takePostTurn.EvalSha(ctx, pipe, qKeys, qArgs...)
 	_, execErr := pipe.Exec(ctx) // each command's error is read below
+	if adm != nil {
+		admit.answer, admit.answerErr = adm.Slice()
+	}
 	if redis.HasErrorPrefix(q.Err(), "NOSCRIPT") {
 		q = takePostTurn.Run(ctx, s.rdb, qKeys, qArgs...)
 	}
@@ -204,7 +235,7 @@ func (s *Store) created(ctx context.Context, id string, rec Record, byGrant bool
 			return rec, true, err
 		}
 		return rec, true, nil
-	case errors.Is(err, ErrWriteDeadline), errors.Is(err, ErrNotFound), errors.Is(err, ErrConflict):
+	case errors.Is(err, ErrWriteDeadline), errors.Is(err, ErrNotFound), errors.Is(err, ErrConflict), errors.Is(err, ErrNotAdmitted):
 		return Record{}, false, err
 	case errors.Is(err, errDuplicate):
 		rec, err = s.Get(ctx, id)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/webhook"
@@ -48,18 +49,20 @@ func (h *afterHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // A resubmission is let past the limits because the agent stored that very
 // request: if the retention sweep deletes it between that look-up and the
 // create, the create must not store it anew outside the limits (a new open
-// request beyond the cap, counted nowhere). The limits apply to it again.
+// request beyond them, counted nowhere). The limits apply to it again.
+//
+// The look-up is made when the limits were applied before the create: with
+// a rate and no cap on open requests. (Under a cap the create applies the
+// limits itself, in its script, after it found the request stored or not:
+// there is no look-up to race: TestIntakeOpenCap.)
 func TestIntakeResubmissionDeletedMeanwhileIsLimited(t *testing.T) {
 	t.Parallel()
-	a, _, _ := limitedAPI(t, webhook.Limits{MaxOpen: 1})
+	a, _, _ := limitedAPI(t, webhook.Limits{Rate: store.Rate{Count: 1, Per: time.Hour, Burst: 1}})
 	if r, _ := a.post(tokenPM, seedWith(t, "old", nil)); r.Status != http.StatusAccepted {
 		t.Fatalf("POST old: %d %s", r.Status, r.Body)
 	}
 	if r := a.do(http.MethodDelete, "/v1/requests/old", tokenPM); r.Status != http.StatusOK {
 		t.Fatalf("withdraw: %d %s", r.Status, r.Body)
-	}
-	if r, _ := a.post(tokenPM, seedWith(t, "open", nil)); r.Status != http.StatusAccepted {
-		t.Fatalf("POST open: %d %s", r.Status, r.Body)
 	}
 	slot := fmt.Sprintf("%s:{s%02d}", a.prefix, crc32.ChecksumIEEE([]byte("old"))%store.Shards)
 	hook := &afterHook{name: "hgetall", key: slot + ":req:old"}
@@ -71,10 +74,10 @@ func TestIntakeResubmissionDeletedMeanwhileIsLimited(t *testing.T) {
 	hook.mu.Unlock()
 	r, _ := a.post(tokenPM, seedWith(t, "old", nil))
 	if r.Status != http.StatusTooManyRequests {
-		t.Errorf("resubmission of a request deleted meanwhile, at the cap: %d %s, want 429", r.Status, r.Body)
+		t.Errorf("resubmission of a request deleted meanwhile, past the rate: %d %s, want 429", r.Status, r.Body)
 	}
 	if _, err := a.st.Get(t.Context(), "old"); err == nil {
-		t.Error("the request was stored again beyond the agent's cap")
+		t.Error("the request was stored again beyond the agent's rate")
 	}
 }
 

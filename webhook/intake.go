@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,27 +66,25 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		writeError(w, r, http.StatusBadRequest, invalidMessage(probs), probs...)
 		return
 	}
+	sub := approval.Submission{
+		Request: req, Agent: agent, Document: doc, BodyHash: hash,
+		Channel: cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
+	}
 	var rec store.Record
 	var created bool
 	for pass := 0; ; pass++ {
-		slot, resubmitted, ok := a.withinLimits(ctx, w, r, agent, req.Artifact.ID, hash)
+		var slot store.OpenSlot
+		var resubmitted, ok bool
+		if adm := a.admission(agent, pass); adm != nil {
+			rec, created, slot, resubmitted, ok, err = a.createAdmitted(ctx, w, r, sub, adm)
+		} else {
+			if slot, resubmitted, ok = a.withinLimits(ctx, w, r, agent, req.Artifact.ID, hash); ok {
+				rec, created, err = a.opts.Lifecycle.Create(limitedContext(ctx, slot, resubmitted), sub)
+			}
+		}
 		if !ok {
-			return
+			return // refused by the limits: answered
 		}
-		createCtx := ctx
-		switch {
-		case slot.Allowed():
-			// The create must commit while the slot's reservation holds.
-			createCtx = store.WriteBy(ctx, slot.CreateBy)
-		case resubmitted:
-			// Let past the limits as the stored request's retry: it
-			// must still be stored when the create runs.
-			createCtx = store.StoredOnly(ctx)
-		}
-		rec, created, err = a.opts.Lifecycle.Create(createCtx, approval.Submission{
-			Request: req, Agent: agent, Document: doc, BodyHash: hash,
-			Channel: cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
-		})
 		if resubmitted && errors.Is(err, store.ErrNotFound) && pass < 2 {
 			continue // deleted by retention since it was looked up: a new request, limits and all
 		}
@@ -131,6 +130,64 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 	a.wakeFor(rec.ID)
 	w.Header().Set("Location", selfLink(rec.ID))
 	writeJSON(w, http.StatusAccepted, accepted{ID: rec.ID, Status: rec.Status, Links: links{Self: selfLink(rec.ID)}})
+}
+
+// admission is the limits the create applies itself, in its own round trip
+// (store.Admission), when the agent has a cap on open requests: the cap's
+// reservation is what admits the create. Nil otherwise, and on a retry of
+// a resubmission (pass > 0), which withinLimits handles.
+func (a *API) admission(agent string, pass int) *store.Admission {
+	maxOpen := a.opts.Limits.MaxOpenFor(agent)
+	if pass > 0 || maxOpen <= 0 {
+		return nil
+	}
+	return &store.Admission{Agent: agent, Rate: a.opts.Limits.RateFor(agent), MaxOpen: maxOpen, Lease: a.openLease()}
+}
+
+// createAdmitted creates sub under adm: the limits and the create in one
+// round trip. Refused by the limits, it answers as withinLimits would (ok
+// false), or lets a resubmission of a stored request through and creates
+// it under store.StoredOnly, as withinLimits's caller does; admitted only
+// once the create had run (its count had to be seeded or reconciled), it
+// creates it again under the reservation. slot is the reservation to
+// settle.
+func (a *API) createAdmitted(ctx context.Context, w http.ResponseWriter, r *http.Request, sub approval.Submission, adm *store.Admission) (rec store.Record, created bool, slot store.OpenSlot, resubmitted, ok bool, err error) {
+	id := sub.Request.Artifact.ID
+	rec, created, err = a.opts.Lifecycle.Create(store.AdmitOnCreate(ctx, adm), sub)
+	if !adm.Decided {
+		var refused *approval.PolicyRefusal
+		if !errors.As(err, &refused) {
+			return rec, created, slot, false, true, err // failed before the limits applied: answered as a create's failure
+		}
+		// Refused by the workspace's policy before the limits applied. A
+		// refusal is audited: an agent past its limits is answered 429
+		// instead, so that it cannot flood the audit chains.
+		if slot, resubmitted, ok = a.withinLimits(ctx, w, r, sub.Agent, id, sub.BodyHash); !ok {
+			return rec, created, slot, resubmitted, false, err
+		}
+		return rec, created, slot, resubmitted, true, err
+	}
+	if !errors.Is(err, store.ErrNotAdmitted) {
+		return rec, created, adm.Slot, false, true, err
+	}
+	if slot, resubmitted, ok = a.judge(ctx, w, r, sub.Agent, id, sub.BodyHash, adm.Decision, adm.Slot); !ok {
+		return rec, created, slot, resubmitted, false, err
+	}
+	rec, created, err = a.opts.Lifecycle.Create(limitedContext(ctx, slot, resubmitted), sub)
+	return rec, created, slot, resubmitted, true, err
+}
+
+// limitedContext is the create's context once the limits let it through:
+// it must commit while the slot's reservation holds; a resubmission let
+// past them must still be stored when it runs.
+func limitedContext(ctx context.Context, slot store.OpenSlot, resubmitted bool) context.Context {
+	switch {
+	case slot.Allowed():
+		return store.WriteBy(ctx, slot.CreateBy)
+	case resubmitted:
+		return store.StoredOnly(ctx)
+	}
+	return ctx
 }
 
 // validate parses the body, applies the Slack checks and the channel rule,

@@ -191,6 +191,15 @@ func (a *API) withinLimits(ctx context.Context, w http.ResponseWriter, r *http.R
 		a.limitFailed(w, r, "apply the intake limits", err)
 		return store.OpenSlot{}, false, false
 	}
+	return a.judge(ctx, w, r, agent, id, hash, d, slot)
+}
+
+// judge is withinLimits once the limits have been applied (by Admit, or by
+// the create itself: store.Admission): d is the rate's answer, slot the
+// cap's.
+func (a *API) judge(ctx context.Context, w http.ResponseWriter, r *http.Request, agent, id, hash string, d store.RateDecision, slot store.OpenSlot) (_ store.OpenSlot, resubmitted, ok bool) {
+	rate := a.opts.Limits.RateFor(agent)
+	maxOpen := a.opts.Limits.MaxOpenFor(agent)
 	if !d.Allowed {
 		if again, ok := a.resubmission(ctx, w, r, agent, id, hash); again || !ok {
 			return slot, again, again

@@ -1,0 +1,101 @@
+package store_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/approvalbot/approvalbot/store"
+)
+
+// Create under an Admission applies the agent's limits and creates in one
+// round trip: admitted, it stores the request under a reservation of a
+// slot; refused by the rate or the cap, it stores nothing and says why; a
+// resubmission of a stored request is answered whatever the limits say,
+// and a different request under a stored id is a conflict (the id holds
+// its slot), as when the limits were applied first. A
+// count that had to be seeded first is admitted only once the create had
+// run: ErrNotAdmitted with a reservation, under which the caller creates
+// again. On a Cluster the same holds, the limits applied first.
+func TestCreateAdmitted(t *testing.T) {
+	for name, b := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b)
+			rate := store.Rate{Count: 2, Per: time.Hour, Burst: 2}
+			create := func(n store.NewRequest) (*store.Admission, bool, error) {
+				adm := &store.Admission{Agent: "pm", Rate: rate, MaxOpen: 2, Lease: testLease}
+				_, created, err := f.s.Create(store.AdmitOnCreate(f.ctx, adm), n)
+				if !adm.Decided {
+					t.Fatalf("Create(%s) under an admission: not decided (err %v)", n.ID, err)
+				}
+				return adm, created, err
+			}
+
+			// The agent's first request: its count is seeded as the
+			// create runs, so the create was not admitted yet.
+			adm, created, err := create(newReq("ad-1", "pm"))
+			if !errors.Is(err, store.ErrNotAdmitted) || created || !adm.Decision.Allowed || !adm.Slot.Reserved {
+				t.Fatalf("first create: created %v, err %v, decision %+v, slot %+v; want not admitted yet, a slot reserved",
+					created, err, adm.Decision, adm.Slot)
+			}
+			if _, err := f.s.Get(f.ctx, "ad-1"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("Get(ad-1) after a create not admitted: %v, want not found", err)
+			}
+			if _, created, err := f.s.Create(store.WriteBy(f.ctx, adm.Slot.CreateBy), newReq("ad-1", "pm")); err != nil || !created {
+				t.Fatalf("create under the reservation: created %v, err %v", created, err)
+			}
+			if err := f.s.ConfirmOpen(f.ctx, adm.Slot); err != nil {
+				t.Fatal(err)
+			}
+
+			adm, created, err = create(newReq("ad-2", "pm"))
+			if err != nil || !created || !adm.Slot.Reserved || adm.Decision.Remaining != 0 {
+				t.Fatalf("second create: created %v, err %v, decision %+v, slot %+v; want created in one step",
+					created, err, adm.Decision, adm.Slot)
+			}
+			if err := f.s.ConfirmOpen(f.ctx, adm.Slot); err != nil {
+				t.Fatal(err)
+			}
+			if got := counted(t, f, "pm"); !slices.Equal(got, []string{"ad-1", "ad-2"}) {
+				t.Fatalf("counted = %v, want [ad-1 ad-2]", got)
+			}
+
+			// Past the rate: nothing stored, the wait said.
+			adm, created, err = create(newReq("ad-3", "pm"))
+			if !errors.Is(err, store.ErrNotAdmitted) || created || adm.Decision.Allowed || adm.Decision.Wait <= 0 {
+				t.Fatalf("past the rate: created %v, err %v, decision %+v; want refused with a wait", created, err, adm.Decision)
+			}
+			if _, err := f.s.Get(f.ctx, "ad-3"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("Get(ad-3) after a refusal: %v, want not found", err)
+			}
+			// A resubmission is answered all the same.
+			if adm, created, err = create(newReq("ad-2", "pm")); err != nil || created {
+				t.Fatalf("resubmission past the rate: created %v, err %v; want the stored request", created, err)
+			}
+
+			// A token later, the cap is full.
+			f.clk.Advance(time.Hour)
+			adm, created, err = create(newReq("ad-3", "pm"))
+			if !errors.Is(err, store.ErrNotAdmitted) || created || !adm.Decision.Allowed || adm.Slot.Allowed() || adm.Slot.Open != 2 {
+				t.Fatalf("at the cap: created %v, err %v, decision %+v, slot %+v; want refused at 2 open",
+					created, err, adm.Decision, adm.Slot)
+			}
+			other := newReq("ad-1", "pm")
+			other.BodyHash = "sha256:another body"
+			// Another body under a stored open id: the id holds its slot
+			// already (Held), so it is the conflict it is, as when the
+			// limits were applied first.
+			if adm, _, err = create(other); !errors.Is(err, store.ErrConflict) || !adm.Slot.Held {
+				t.Fatalf("another body under a stored id, at the cap: %v, slot %+v; want a conflict, the slot held", err, adm.Slot)
+			}
+			if err := f.s.SettleOpen(f.ctx, adm.Slot); err != nil {
+				t.Fatal(err)
+			}
+			if got := counted(t, f, "pm"); !slices.Equal(got, []string{"ad-1", "ad-2"}) {
+				t.Fatalf("counted after the refusals = %v, want [ad-1 ad-2]", got)
+			}
+		})
+	}
+}
