@@ -143,8 +143,15 @@ func (s *Store) admitThenCreate(ctx context.Context, adm *Admission, n NewReques
 		return Record{}, false, err
 	}
 	adm.Decided, adm.Decision, adm.Slot = true, d, slot
+	ctx = context.WithValue(ctx, admissionKey{}, (*Admission)(nil))
 	if !d.Allowed || !slot.Allowed() {
-		return Record{}, false, ErrNotAdmitted
+		// Refused: a resubmission of the stored request is answered all
+		// the same, as on one node (StoredOnly stores nothing new).
+		rec, created, err := s.Create(StoredOnly(ctx), n)
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) {
+			err = ErrNotAdmitted
+		}
+		return rec, created, err
 	}
-	return s.Create(WriteBy(context.WithValue(ctx, admissionKey{}, (*Admission)(nil)), slot.CreateBy), n)
+	return s.Create(WriteBy(ctx, slot.CreateBy), n)
 }
