@@ -79,7 +79,7 @@ func TestCreateAdmitted(t *testing.T) {
 				t.Fatalf("Get(ad-3) after a refusal: %v, want not found", err)
 			}
 			// A resubmission is answered all the same.
-			if adm, created, err = create(newReq("ad-2", "pm")); err != nil || created {
+			if _, created, err = create(newReq("ad-2", "pm")); err != nil || created {
 				t.Fatalf("resubmission past the rate: created %v, err %v; want the stored request", created, err)
 			}
 
