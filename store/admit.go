@@ -60,38 +60,74 @@ func shiftScript(src string, keys, args int) string {
 // for or the rate refused. A count that must be seeded or reconciled
 // first (rare) is finished by ReserveOpen.
 func (s *Store) Admit(ctx context.Context, agent, id string, rate Rate, maxOpen int, lease time.Duration) (RateDecision, OpenSlot, error) {
-	if rate.Off() {
-		if maxOpen <= 0 {
-			return RateDecision{Allowed: true}, OpenSlot{}, nil
-		}
-		slot, err := s.ReserveOpen(ctx, agent, id, maxOpen, lease)
-		return RateDecision{Allowed: true}, slot, err
-	}
 	if maxOpen <= 0 {
 		d, err := s.TakeIntakeToken(ctx, agent, rate)
 		return d, OpenSlot{}, err
 	}
-	now := s.nowMs()
-	slot := OpenSlot{agent: agent, id: id, score: now + lease.Milliseconds(), CreateBy: time.Now().Add(lease / 2)}
-	per := max(rate.Per.Milliseconds(), 1)
-	res, err := admitIntake.Run(ctx, s.rdb, []string{s.keys.rate(agent), s.keys.openCount(agent), s.keys.openMeta(agent)},
-		now, per, rate.Count, rate.Burst, "1",
-		now, slot.score, maxOpen, id, OpenReconcileEvery.Milliseconds(), openConfirmedArg).Slice()
+	if rate.Off() {
+		slot, err := s.ReserveOpen(ctx, agent, id, maxOpen, lease)
+		return RateDecision{Allowed: true}, slot, err
+	}
+	c := s.admitCallFor(&Admission{Agent: agent, Rate: rate, MaxOpen: maxOpen, Lease: lease}, id)
+	res, err := c.script.Run(ctx, s.rdb, c.keys, c.args...).Slice()
 	if err != nil {
 		return RateDecision{}, OpenSlot{}, fmt.Errorf("store: apply the intake limits of %s: %w", agent, err)
 	}
-	if len(res) < 3 {
-		return RateDecision{}, OpenSlot{}, fmt.Errorf("store: apply the intake limits of %s: unexpected answer %v", agent, res)
+	return s.admitted(ctx, c, res)
+}
+
+// admitCall is the script call that applies an Admission's limits to one
+// request: admitIntake, or reserveOpen alone when the rate is off.
+type admitCall struct {
+	adm          *Admission
+	script       *redis.Script
+	keys         []string
+	args         []any
+	now          int64
+	slot         OpenSlot // the reservation it asks for
+	reserveFirst bool     // reserveOpen alone: its answer has no rate part
+}
+
+// admitCallFor is adm's call for request id (adm.MaxOpen must be 1 or more).
+func (s *Store) admitCallFor(adm *Admission, id string) admitCall {
+	now := s.nowMs()
+	slot := OpenSlot{agent: adm.Agent, id: id, score: now + adm.Lease.Milliseconds(), CreateBy: time.Now().Add(adm.Lease / 2)}
+	c := admitCall{adm: adm, now: now, slot: slot}
+	reserve := []any{now, slot.score, adm.MaxOpen, id, OpenReconcileEvery.Milliseconds(), openConfirmedArg}
+	if adm.Rate.Off() {
+		c.script, c.reserveFirst = reserveOpen, true
+		c.keys = []string{s.keys.openCount(adm.Agent), s.keys.openMeta(adm.Agent)}
+		c.args = reserve
+		return c
 	}
-	num := func(v any) int64 { n, _ := v.(int64); return n }
-	d := RateDecision{Allowed: num(res[0]) == 1, Remaining: num(res[1]), Wait: time.Duration(num(res[2])) * time.Millisecond}
+	per := max(adm.Rate.Per.Milliseconds(), 1)
+	c.script = admitIntake
+	c.keys = []string{s.keys.rate(adm.Agent), s.keys.openCount(adm.Agent), s.keys.openMeta(adm.Agent)}
+	c.args = append([]any{now, per, adm.Rate.Count, adm.Rate.Burst, "1"}, reserve...)
+	return c
+}
+
+// admitted reads c's answer res, finishing what the script could not do:
+// a count to seed or members to reconcile first, after which the slot is
+// reserved again (the token is taken already).
+func (s *Store) admitted(ctx context.Context, c admitCall, res []any) (RateDecision, OpenSlot, error) {
+	agent := c.adm.Agent
+	d := RateDecision{Allowed: true}
+	if !c.reserveFirst {
+		if len(res) < 3 {
+			return RateDecision{}, OpenSlot{}, fmt.Errorf("store: apply the intake limits of %s: unexpected answer %v", agent, res)
+		}
+		num := func(v any) int64 { n, _ := v.(int64); return n }
+		d = RateDecision{Allowed: num(res[0]) == 1, Remaining: num(res[1]), Wait: time.Duration(num(res[2])) * time.Millisecond}
+		res = res[3:]
+	}
 	if !d.Allowed {
 		return d, OpenSlot{}, nil
 	}
-	slot, done, err := s.reserved(ctx, slot, now, res[3:])
+	slot, done, err := s.reserved(ctx, c.slot, c.now, res)
 	if err != nil || done {
 		return d, slot, err
 	}
-	slot, err = s.ReserveOpen(ctx, agent, id, maxOpen, lease)
+	slot, err = s.ReserveOpen(ctx, agent, c.slot.id, c.adm.MaxOpen, c.adm.Lease)
 	return d, slot, err
 }

@@ -3,10 +3,7 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Admission is an agent's intake limits, applied by Create itself when ctx
@@ -50,88 +47,28 @@ func admissionOf(ctx context.Context) *Admission {
 	return adm
 }
 
-// admitCall is an admission's script call, queued before the create.
-type admitCall struct {
-	adm        *Admission
-	script     *redis.Script
-	keys       []string
-	args       []any
-	now        int64
-	slot       OpenSlot // the reservation asked for
-	rateOff    bool     // the script is reserveOpen alone: its answer has no rate part
-	answer     []any
-	answerErr  error
-	openKey    string
-	reservedAt int64 // the reservation's score
-}
-
-// admitCallFor is adm's script call for request id: admitIntake, or
-// reserveOpen alone when the rate is off.
-func (s *Store) admitCallFor(adm *Admission, id string) *admitCall {
-	now := s.nowMs()
-	slot := OpenSlot{agent: adm.Agent, id: id, score: now + adm.Lease.Milliseconds(), CreateBy: time.Now().Add(adm.Lease / 2)}
-	c := &admitCall{adm: adm, now: now, slot: slot, openKey: s.keys.openCount(adm.Agent), reservedAt: slot.score}
-	reserveArgs := []any{now, slot.score, adm.MaxOpen, id, OpenReconcileEvery.Milliseconds(), openConfirmedArg}
-	if adm.Rate.Off() {
-		c.script, c.rateOff = reserveOpen, true
-		c.keys = []string{c.openKey, s.keys.openMeta(adm.Agent)}
-		c.args = reserveArgs
-		return c
-	}
-	c.script = admitIntake
-	c.keys = []string{s.keys.rate(adm.Agent), c.openKey, s.keys.openMeta(adm.Agent)}
-	c.args = append([]any{now, max(adm.Rate.Per.Milliseconds(), 1), adm.Rate.Count, adm.Rate.Burst, "1"}, reserveArgs...)
-	return c
-}
-
-// decide reads the admission's answer into its Admission, finishing what
-// the script could not (seeding or reconciling the count, or running the
-// limits again when the script did not run at all). It reports whether the
-// create that followed it in the pipeline was admitted as it ran: false
-// when the decision came only now, so that create was refused.
-func (s *Store) decide(ctx context.Context, c *admitCall) (admittedInPipeline bool, err error) {
+// settleAdmission reads the answer of the limits' script that went before
+// a create in its pipeline (answer, or answerErr when the script did not
+// run: not loaded) into c's Admission, and returns the create's outcome
+// createErr, or the admission's failure. The script not having run, the
+// create was refused by its guard and nothing was taken: the limits are
+// applied now, for the caller to create again. A decision that needed
+// more than the script (a count seeded or reconciled first) was refused by
+// the create's guard too: it stands as ErrNotAdmitted with the slot now
+// reserved.
+func (s *Store) settleAdmission(ctx context.Context, c admitCall, answer []any, answerErr, createErr error) error {
 	adm := c.adm
-	if c.answerErr != nil {
-		// The script did not run (not loaded, NOSCRIPT): nothing was
-		// taken. Apply the limits now, as Admit does.
-		d, slot, err := s.Admit(ctx, adm.Agent, c.slot.id, adm.Rate, adm.MaxOpen, adm.Lease)
-		if err != nil {
-			return false, err
-		}
-		adm.Decided, adm.Decision, adm.Slot = true, d, slot
-		return false, nil
+	var err error
+	if answerErr != nil {
+		adm.Decision, adm.Slot, err = s.Admit(ctx, adm.Agent, c.slot.id, adm.Rate, adm.MaxOpen, adm.Lease)
+	} else {
+		adm.Decision, adm.Slot, err = s.admitted(ctx, c, answer)
 	}
-	res := c.answer
-	d := RateDecision{Allowed: true}
-	if !c.rateOff {
-		if len(res) < 3 {
-			return false, fmt.Errorf("store: apply the intake limits of %s: unexpected answer %v", adm.Agent, res)
-		}
-		num := func(v any) int64 { n, _ := v.(int64); return n }
-		d = RateDecision{Allowed: num(res[0]) == 1, Remaining: num(res[1]), Wait: time.Duration(num(res[2])) * time.Millisecond}
-		res = res[3:]
-	}
-	adm.Decided, adm.Decision = true, d
-	if !d.Allowed {
-		return false, nil
-	}
-	slot, done, err := s.reserved(ctx, c.slot, c.now, res)
 	if err != nil {
-		adm.Decided = false
-		return false, err
+		return err
 	}
-	if done {
-		adm.Slot = slot
-		return slot.Allowed(), nil
-	}
-	// Seeded or reconciled: reserve again (the token is taken already).
-	slot, err = s.ReserveOpen(ctx, adm.Agent, c.slot.id, adm.MaxOpen, adm.Lease)
-	if err != nil {
-		adm.Decided = false
-		return false, err
-	}
-	adm.Slot = slot
-	return false, nil
+	adm.Decided = true
+	return createErr
 }
 
 // admitThenCreate is Create under an Admission on a Redis Cluster, where

@@ -52,9 +52,10 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 		// The limits go first in the create's pipeline; the create is
 		// admitted only by the reservation they make, and must commit
 		// while it holds.
-		admit = s.admitCallFor(adm, n.ID)
-		guard.openKey, guard.id, guard.openScore = admit.openKey, n.ID, admit.reservedAt
-		writeBy = admit.slot.CreateBy.UnixMilli()
+		c := s.admitCallFor(adm, n.ID)
+		admit = &c
+		guard.openKey, guard.id, guard.openScore = s.keys.openCount(adm.Agent), n.ID, c.slot.score
+		writeBy = c.slot.CreateBy.UnixMilli()
 	}
 	if n.MatchGrants != nil {
 		// Checked in the script: with no live grant copy of the agent in
@@ -70,16 +71,11 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	turn := PostTurn{Channel: n.Channel, ID: n.ID, Arrival: now}
 	var queued bool
 	var turnIn time.Duration
-	rec.Events.Cursor, queued, turnIn, err = s.applyQueued(ctx, s.keys.request(n.ID), w, turn, admit)
-	if admit != nil && (err == nil || !Unavailable(err)) {
-		if _, derr := s.decide(ctx, admit); derr != nil && err == nil {
-			// Created, but the limits' answer could not be read: the
-			// reservation is there (the create was admitted by it).
-			adm.Decided, adm.Decision, adm.Slot = true, RateDecision{Allowed: true}, admit.slot
-			adm.Slot.Reserved = true
-		} else if derr != nil {
-			err = derr
-		}
+	var admitted *redis.Cmd
+	rec.Events.Cursor, queued, turnIn, admitted, err = s.applyQueued(ctx, s.keys.request(n.ID), w, turn, admit)
+	if admitted != nil && !Unavailable(err) {
+		answer, answerErr := admitted.Slice()
+		err = s.settleAdmission(ctx, *admit, answer, answerErr, err)
 	}
 	if err == nil && turnIn > 0 {
 		// Posts are ahead of it in its channel: its job waits for its turn
@@ -116,28 +112,28 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 // Cluster the queue is another node's, so the post is queued once the write
 // has applied, a round trip later. Should the queuing fail, the post job
 // queues itself when it runs (TakePostTurn).
-func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn, admit *admitCall) (cursor string, queued bool, turnIn time.Duration, err error) {
+//
+// admit, when set, goes first in the pipeline (one Redis node only; see
+// Admission): admitted is its command, to read once the pipeline ran.
+func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn, admit *admitCall) (cursor string, queued bool, turnIn time.Duration, admitted *redis.Cmd, err error) {
 	keys, argv := w.args(reqKey)
 	qKeys, qArgs := s.queuePostArgs(turn)
 	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
+		// (Never with admit: a Cluster's Create admits first.)
 		if cursor, err = s.apply(ctx, reqKey, w); err != nil {
-			return cursor, false, 0, err
+			return cursor, false, 0, nil, err
 		}
 		answer, _ := takePostTurn.Run(ctx, s.rdb, qKeys, qArgs...).Int64Slice()
 		queued, turnIn = queuedPost(answer)
-		return cursor, queued, turnIn, nil
+		return cursor, queued, turnIn, nil, nil
 	}
 	pipe := s.rdb.Pipeline()
-	var adm *redis.Cmd
 	if admit != nil {
-		adm = admit.script.EvalSha(ctx, pipe, admit.keys, admit.args...)
+		admitted = admit.script.EvalSha(ctx, pipe, admit.keys, admit.args...)
 	}
 	a := applyWrite.EvalSha(ctx, pipe, keys, argv...)
 	q := takePostTurn.EvalSha(ctx, pipe, qKeys, qArgs...)
 	_, execErr := pipe.Exec(ctx) // each command's error is read below
-	if adm != nil {
-		admit.answer, admit.answerErr = adm.Slice()
-	}
 	if redis.HasErrorPrefix(q.Err(), "NOSCRIPT") {
 		q = takePostTurn.Run(ctx, s.rdb, qKeys, qArgs...)
 	}
@@ -147,17 +143,17 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 		// Queued before its job exists: a hand-off meanwhile would be
 		// missed, so the job runs at its arrival (no deferral).
 		cursor, err = s.apply(ctx, reqKey, w) // Run loads the script
-		return cursor, queued, 0, err
+		return cursor, queued, 0, admitted, err
 	}
 	res, err := a.StringSlice()
 	if err == nil && len(res) == 0 {
 		err = cmp.Or(execErr, errors.New("store: no answer from the write script"))
 	}
 	if err != nil {
-		return "", queued, turnIn, err
+		return "", queued, turnIn, admitted, err
 	}
 	cursor, err = s.applied(res, w)
-	return cursor, queued, turnIn, err
+	return cursor, queued, turnIn, admitted, err
 }
 
 // deferPost makes a new request's post job due when its turn should come,

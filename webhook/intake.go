@@ -70,29 +70,21 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, agent string) {
 		Request: req, Agent: agent, Document: doc, BodyHash: hash,
 		Channel: cmp.Or(req.Slack.Channel, a.opts.DefaultChannel),
 	}
-	var rec store.Record
-	var created bool
+	var c limitedCreate
 	for pass := 0; ; pass++ {
-		var slot store.OpenSlot
-		var resubmitted, ok bool
-		if adm := a.admission(agent, pass); adm != nil {
-			rec, created, slot, resubmitted, ok, err = a.createAdmitted(ctx, w, r, sub, adm)
-		} else {
-			if slot, resubmitted, ok = a.withinLimits(ctx, w, r, agent, req.Artifact.ID, hash); ok {
-				rec, created, err = a.opts.Lifecycle.Create(limitedContext(ctx, slot, resubmitted), sub)
-			}
-		}
-		if !ok {
+		var ok bool
+		if c, ok = a.createWithinLimits(ctx, w, r, sub, pass); !ok {
 			return // refused by the limits: answered
 		}
-		if resubmitted && errors.Is(err, store.ErrNotFound) && pass < 2 {
+		if c.resubmitted && errors.Is(c.err, store.ErrNotFound) && pass < 2 {
 			continue // deleted by retention since it was looked up: a new request, limits and all
 		}
 		// A request a standing approval resolved as it was created is not
 		// open: its slot is released, not confirmed.
-		a.settleSlot(ctx, slot, created && rec.Status.Open(), err)
+		a.settleSlot(ctx, c.slot, c.created && c.rec.Status.Open(), c.err)
 		break
 	}
+	rec, created, err := c.rec, c.created, c.err
 	var refused *approval.PolicyRefusal
 	if errors.As(err, &refused) {
 		a.refuseByPolicy(ctx, w, r, raw, agent, refused)
@@ -144,37 +136,51 @@ func (a *API) admission(agent string, pass int) *store.Admission {
 	return &store.Admission{Agent: agent, Rate: a.opts.Limits.RateFor(agent), MaxOpen: maxOpen, Lease: a.openLease()}
 }
 
-// createAdmitted creates sub under adm: the limits and the create in one
-// round trip. Refused by the limits, it answers as withinLimits would (ok
-// false), or lets a resubmission of a stored request through and creates
-// it under store.StoredOnly, as withinLimits's caller does; admitted only
-// once the create had run (its count had to be seeded or reconciled), it
-// creates it again under the reservation. slot is the reservation to
-// settle.
-func (a *API) createAdmitted(ctx context.Context, w http.ResponseWriter, r *http.Request, sub approval.Submission, adm *store.Admission) (rec store.Record, created bool, slot store.OpenSlot, resubmitted, ok bool, err error) {
+// limitedCreate is a create made under the agent's limits: its outcome,
+// and the slot it reserved (to settle) or the resubmission it let through.
+type limitedCreate struct {
+	rec         store.Record
+	created     bool
+	slot        store.OpenSlot
+	resubmitted bool
+	err         error
+}
+
+// createWithinLimits creates sub under its agent's limits; ok is false when
+// they refused it (answered 429 by judge). Under a cap the create applies
+// them itself, in its round trip (admission); refused there, judge answers
+// as withinLimits would, or lets a resubmission of a stored request
+// through; admitted only once the create had run (its count had to be
+// seeded or reconciled), it is created again under the reservation.
+// Otherwise withinLimits applies them first (a rate without a cap, or a
+// retry of a resubmission).
+func (a *API) createWithinLimits(ctx context.Context, w http.ResponseWriter, r *http.Request, sub approval.Submission, pass int) (c limitedCreate, ok bool) {
 	id := sub.Request.Artifact.ID
-	rec, created, err = a.opts.Lifecycle.Create(store.AdmitOnCreate(ctx, adm), sub)
-	if !adm.Decided {
+	if adm := a.admission(sub.Agent, pass); adm != nil {
+		c.rec, c.created, c.err = a.opts.Lifecycle.Create(store.AdmitOnCreate(ctx, adm), sub)
 		var refused *approval.PolicyRefusal
-		if !errors.As(err, &refused) {
-			return rec, created, slot, false, true, err // failed before the limits applied: answered as a create's failure
+		switch {
+		case adm.Decided && !errors.Is(c.err, store.ErrNotAdmitted):
+			c.slot = adm.Slot
+			return c, true
+		case adm.Decided:
+			if c.slot, c.resubmitted, ok = a.judge(ctx, w, r, sub.Agent, id, sub.BodyHash, adm.Decision, adm.Slot); !ok {
+				return c, false
+			}
+		case !errors.As(c.err, &refused):
+			return c, true // failed before the limits applied: answered as a create's failure
+		default:
+			// Refused by the workspace's policy before the limits applied.
+			// A refusal is audited: an agent past its limits is answered
+			// 429 instead, so that it cannot flood the audit chains.
+			c.slot, c.resubmitted, ok = a.withinLimits(ctx, w, r, sub.Agent, id, sub.BodyHash)
+			return c, ok
 		}
-		// Refused by the workspace's policy before the limits applied. A
-		// refusal is audited: an agent past its limits is answered 429
-		// instead, so that it cannot flood the audit chains.
-		if slot, resubmitted, ok = a.withinLimits(ctx, w, r, sub.Agent, id, sub.BodyHash); !ok {
-			return rec, created, slot, resubmitted, false, err
-		}
-		return rec, created, slot, resubmitted, true, err
+	} else if c.slot, c.resubmitted, ok = a.withinLimits(ctx, w, r, sub.Agent, id, sub.BodyHash); !ok {
+		return c, false
 	}
-	if !errors.Is(err, store.ErrNotAdmitted) {
-		return rec, created, adm.Slot, false, true, err
-	}
-	if slot, resubmitted, ok = a.judge(ctx, w, r, sub.Agent, id, sub.BodyHash, adm.Decision, adm.Slot); !ok {
-		return rec, created, slot, resubmitted, false, err
-	}
-	rec, created, err = a.opts.Lifecycle.Create(limitedContext(ctx, slot, resubmitted), sub)
-	return rec, created, slot, resubmitted, true, err
+	c.rec, c.created, c.err = a.opts.Lifecycle.Create(limitedContext(ctx, c.slot, c.resubmitted), sub)
+	return c, true
 }
 
 // limitedContext is the create's context once the limits let it through:
