@@ -93,16 +93,41 @@ local function globalAudit(a, last)
   local chain, pending, base, req = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local seq = tonumber(string.match(redis.call('GET', base) or '', '^%d+') or '0')
     + redis.call('LLEN', chain) + redis.call('LLEN', pending)
+  local first = seq + 1
+  local entries = {}
   for j = a + 5, last do
     seq = seq + 1
-    redis.call('RPUSH', pending, '{"seq":' .. seq .. string.sub(ARGV[j], 9))
-    if j == a + 5 and ARGV[a + 4] == '1' then redis.call('HSET', req, 'audit_gseq0', seq) end
+    entries[#entries + 1] = '{"seq":' .. seq .. string.sub(ARGV[j], 9)
   end
-  if req ~= '' then redis.call('HSET', req, 'audit_gseq', seq) end
+  if #entries > 0 then redis.call('RPUSH', pending, unpack(entries)) end
+  if req == '' then return end
+  if ARGV[a + 4] == '1' and #entries > 0 then
+    redis.call('HSET', req, 'audit_gseq0', first, 'audit_gseq', seq)
+  else
+    redis.call('HSET', req, 'audit_gseq', seq)
+  end
+end
+
+local function xadd(a, j, id)
+  return redis.call('XADD', ARGV[a], 'MINID', ARGV[a + 2], id,
+    'request_id', ARGV[j], 'agent', ARGV[j + 1], 'type', ARGV[j + 2], 'at', ARGV[j + 3], 'data', ARGV[j + 4])
 end
 
 local function events(a, last)
   local stream, at, req, cursor = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 3], ARGV[a + 4]
+  if cursor == '' then
+    -- Ids at the write's time, numbered on by Redis (XADD <ms>-*, Redis
+    -- 7), unless the stream already holds a later one (another process's
+    -- clock ahead): then Redis refuses it, nothing is added, and the ids
+    -- follow the newest below. Without a cursor to record, the newest
+    -- need not be read.
+    local r = redis.pcall('XADD', stream, 'MINID', ARGV[a + 2], ARGV[a + 1] .. '-*', 'request_id', ARGV[a + 5],
+      'agent', ARGV[a + 6], 'type', ARGV[a + 7], 'at', ARGV[a + 8], 'data', ARGV[a + 9])
+    if type(r) ~= 'table' or not r.err then
+      for j = a + 10, last, 5 do xadd(a, j, ARGV[a + 1] .. '-*') end
+      return
+    end
+  end
   local newest = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
   local id = '0-0'
   if #newest > 0 then id = newest[1][1] end
@@ -114,8 +139,7 @@ local function events(a, last)
   ms, seq = tonumber(ms), tonumber(seq)
   for j = a + 5, last, 5 do
     if at > ms then ms, seq = at, 0 else seq = seq + 1 end
-    redis.call('XADD', stream, 'MINID', ARGV[a + 2], string.format('%d-%d', ms, seq),
-      'request_id', ARGV[j], 'agent', ARGV[j + 1], 'type', ARGV[j + 2], 'at', ARGV[j + 3], 'data', ARGV[j + 4])
+    xadd(a, j, string.format('%d-%d', ms, seq))
   end
 end
 

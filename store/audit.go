@@ -275,14 +275,18 @@ func (s *Store) queueAudit(ctx context.Context, p redis.Pipeliner, id string, at
 	shard := shardOf(id)
 	args := []any{cmdGlobalAudit, s.keys.auditShard(shard), s.keys.auditShardPending(shard), s.keys.auditShardBase(shard),
 		s.keys.request(id), boolArg(first)}
+	entries := make([]any, 0, len(events))
 	for _, ev := range events {
 		e := AuditEntry{Seq: reqHead.seq + 1, At: at.UTC(), RequestID: id, Event: ev.Event, Actor: ev.Actor, Data: ev.Data, Prev: reqHead.hash}
 		e.Hash = s.hasher.sum(e)
-		p.RPush(ctx, s.keys.auditRequest(id), encodeRequestEntry(e)) // auditcompact.go
+		entries = append(entries, encodeRequestEntry(e)) // auditcompact.go
 		reqHead = chainHead{seq: e.Seq, hash: e.Hash}
 		// Seq 0 (the script writes the real one), Prev and Hash empty (the
 		// sealer writes them): an unsealed global entry.
 		args = append(args, mustJSON(AuditEntry{At: e.At, RequestID: id, EntryHash: e.Hash}))
+	}
+	if len(entries) > 0 {
+		p.RPush(ctx, s.keys.auditRequest(id), entries...)
 	}
 	p.Do(ctx, args...)
 	return reqHead

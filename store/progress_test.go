@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ func TestProgressEvents(t *testing.T) {
 			t.Run("Atomic", func(t *testing.T) { testEventsAtomic(t, b) })
 			t.Run("TrimByAge", func(t *testing.T) { testEventsTrim(t, b) })
 			t.Run("Kinds", func(t *testing.T) { testEventKinds(t, b) })
+			t.Run("ClockBehind", func(t *testing.T) { testEventsClockBehind(t, b) })
 		})
 	}
 }
@@ -262,5 +264,38 @@ func testEventKinds(t *testing.T, b backend) {
 	}
 	if d := string(byReq[ids[1]][1].Data); !strings.Contains(d, `"response":{"small":1}`) {
 		t.Errorf("expired data = %s, want the response", d)
+	}
+}
+
+// testEventsClockBehind: a write whose clock is behind the stream's newest
+// event (another process's clock ahead) still appends after it, never
+// before; a request subscribing to its events then starts from the event
+// before its own, whichever way the ids were numbered.
+func testEventsClockBehind(t *testing.T, b backend) {
+	f := newFixture(t, b)
+	ids := idsInShard("behind", 3, 3)
+	f.clk.Set(t0.Add(time.Minute))
+	f.mustCreate(t, newReq(ids[0], "pm"))
+	f.clk.Set(t0) // a minute behind the stream's newest
+	f.mustCreate(t, newReq(ids[1], "pm"))
+	sub := newReq(ids[2], "pm")
+	sub.Events = &aah.EventSubscription{URL: "https://agent.example.com/ev"}
+	rec := f.mustCreate(t, sub)
+	evs := f.shardEvents(t, 3)
+	var got []string
+	for i, e := range evs {
+		got = append(got, e.RequestID)
+		if i > 0 && store.CompareEventIDs(evs[i-1].ID, e.ID) >= 0 {
+			t.Errorf("event %d id %s does not follow %s", i, e.ID, evs[i-1].ID)
+		}
+	}
+	if !slices.Equal(got, ids) {
+		t.Fatalf("events of %v in stream order, want %v", got, ids)
+	}
+	if rec.Events.Cursor != evs[1].ID {
+		t.Errorf("cursor of the subscribing request = %q, want the event before its own, %q", rec.Events.Cursor, evs[1].ID)
+	}
+	if stored := f.mustGet(t, ids[2]); stored.Events.Cursor != evs[1].ID {
+		t.Errorf("stored cursor = %q, want %q", stored.Events.Cursor, evs[1].ID)
 	}
 }
