@@ -77,11 +77,13 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 		answer, answerErr := admitted.Slice()
 		err = s.settleAdmission(ctx, *admit, answer, answerErr, err)
 	}
-	if err == nil && turnIn > 0 {
+	if err == nil && turnIn > 0 && cluster {
 		// Posts are ahead of it in its channel: its job waits for its turn
 		// (the post ending the turn before it hands it on, PullPostJob)
-		// rather than run now only to be told so. Should this be lost, the
-		// job runs at its arrival and is told then.
+		// rather than run now only to be told so. On one node the queuing
+		// script did so itself (queuePostArgs); on a Cluster it is done
+		// here, off the create's path. Should this be lost, the job runs
+		// at its arrival and is told then.
 		s.deferPostJob(n.ID, now, now.Add(turnIn))
 	}
 	if errors.Is(err, errGrantsMayMatch) {
@@ -102,8 +104,9 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 // intake answers: so a request accepted after it can never be posted first,
 // however the post jobs are claimed. queued reports whether the post was
 // added to the queue (not there already); turnIn, when posts are ahead of
-// it, how long until its turn should come (queuedPost), for the create to
-// defer its job to.
+// it, how long until its turn should come (queuedPost): on one node the
+// queuing script made the post's job due then itself; on a Cluster the
+// create defers it (deferPostJob).
 //
 // The post job exists before the post is in the queue, so a post handed
 // the turn (PullPostJob, which moves only a job that exists) as soon as it
@@ -117,9 +120,9 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 // Admission): admitted is its command, to read once the pipeline ran.
 func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn, admit *admitCall) (cursor string, queued bool, turnIn time.Duration, admitted *redis.Cmd, err error) {
 	keys, argv := w.args(reqKey)
-	qKeys, qArgs := s.queuePostArgs(turn)
 	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
 		// (Never with admit: a Cluster's Create admits first.)
+		qKeys, qArgs := s.queuePostArgs(turn, false)
 		if cursor, err = s.apply(ctx, reqKey, w); err != nil {
 			return cursor, false, 0, nil, err
 		}
@@ -127,6 +130,10 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 		queued, turnIn = queuedPost(answer)
 		return cursor, queued, turnIn, nil, nil
 	}
+	// One node: the limits' keys, the channel's queue and the request's
+	// shard are in as many slots, which one node serves alike.
+	ctx = oneNodeOnly(ctx)
+	qKeys, qArgs := s.queuePostArgs(turn, true)
 	pipe := s.rdb.Pipeline()
 	if admit != nil {
 		admitted = admit.script.EvalSha(ctx, pipe, admit.keys, admit.args...)
@@ -154,6 +161,15 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	}
 	cursor, err = s.applied(res, w)
 	return cursor, queued, turnIn, admitted, err
+}
+
+type oneNodeKey struct{}
+
+// oneNodeOnly marks ctx as carrying calls whose KEYS span hash slots, which
+// the store makes on one Redis node only, never on a Cluster (whose tests
+// check every other call's KEYS share a slot).
+func oneNodeOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oneNodeKey{}, true)
 }
 
 // deferPost makes a new request's post job due when its turn should come,

@@ -56,3 +56,11 @@ func (s *Store) PostJobDue(ctx context.Context, id string) (time.Time, bool, err
 	}
 	return fromScore(score), err == nil, err
 }
+
+// OneNodeOnly reports whether ctx carries calls the store makes on one
+// Redis node only (oneNodeOnly), for the test that checks every other
+// call's KEYS share one Cluster slot.
+func OneNodeOnly(ctx context.Context) bool {
+	v, _ := ctx.Value(oneNodeKey{}).(bool)
+	return v
+}

@@ -83,6 +83,13 @@ type Pacing struct {
 //	           ms; "2" to queue it and no more (the store was told no pacing:
 //	           ARGV[1], ARGV[2] and ARGV[5..7] are unused)
 //	ARGV[9] -> ask only or queue only: the least TTL of the queue, ms
+//	KEYS[3], ARGV[10], ARGV[11] -> asking only, on one Redis node (the
+//	           request's shard is another slot): the request shard's
+//	           <p>:{sNN}:jobs:due, the post's job id and its due time as the
+//	           create wrote it (its arrival, postArrivalScore). A post told
+//	           to come back later has its job made due then, as deferPost
+//	           does, in this same step: only while the job is still due at
+//	           its arrival (not claimed, not handed the turn).
 //
 // Returns {1, ms until its slot, added} when the post has its turn (it left
 // the queue and holds the turn until EndPostTurn), {0, ms until it should
@@ -159,7 +166,12 @@ redis.call('HSET', KEYS[1], 'w:' .. id, string.format('%.3f', at))
 redis.call('PEXPIRE', KEYS[1], ttl) -- the HSET may have created it
 local back = at - lead / 2
 if goesNext then back = ready end
-return {0, math.max(math.ceil(back - now), 1), added}
+local wait = math.max(math.ceil(back - now), 1)
+if askOnly and KEYS[3] then
+  local due = redis.call('ZSCORE', KEYS[3], ARGV[10])
+  if due and tonumber(due) == tonumber(ARGV[11]) then redis.call('ZADD', KEYS[3], 'XX', now + wait, ARGV[10]) end
+end
+return {0, wait, added}
 `)
 
 // endPostTurn ends the turn of the post that holds it: its call to Slack
@@ -216,13 +228,24 @@ const queueTTL = time.Hour
 // whichever worker or process claims it first, finds it ahead
 // (takePostTurn's own ZADD NX is then a no-op). The answer tells the create
 // when the post's turn should come (queuedPost).
-func (s *Store) queuePostArgs(t PostTurn) ([]string, []any) {
+//
+// deferJob (one Redis node only) has the script also make the post's job,
+// which the create wrote due at the arrival, due when its turn should come
+// (takePostTurn's KEYS[3]); otherwise the create defers it, off its path
+// (deferPostJob).
+func (s *Store) queuePostArgs(t PostTurn, deferJob bool) ([]string, []any) {
 	p, mode := s.postPacing.Load(), "1"
 	if p == nil {
 		p, mode = &Pacing{}, "2"
 	}
-	return s.paceKeys(t.Channel), []any{s.nowMs(), max(p.Interval.Milliseconds(), 1), t.ID, arrivalMs(t.Arrival),
+	keys := s.paceKeys(t.Channel)
+	args := []any{s.nowMs(), max(p.Interval.Milliseconds(), 1), t.ID, arrivalMs(t.Arrival),
 		p.Settle.Milliseconds(), p.Grace.Milliseconds(), p.Lead.Milliseconds(), mode, queueTTL.Milliseconds()}
+	if deferJob {
+		keys = append(keys, s.keys.jobs(shardOf(t.ID)).due)
+		args = append(args, jobID(JobPost, t.ID), postArrivalScore(t.Arrival))
+	}
+	return keys, args
 }
 
 // PacePosts tells the store how this process's poster paces each channel's
@@ -253,7 +276,7 @@ func queuedPost(res []int64) (added bool, wait time.Duration) {
 // standing approvals, whose WATCH transaction cannot carry it (applyQueued
 // queues every other create's post with its script).
 func (s *Store) queuePostAfter(ctx context.Context, t PostTurn) error {
-	keys, args := s.queuePostArgs(t)
+	keys, args := s.queuePostArgs(t, false)
 	if err := takePostTurn.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
 		return fmt.Errorf("store: queue the post of %s in %s: %w", t.ID, t.Channel, err)
 	}
