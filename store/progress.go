@@ -126,12 +126,15 @@ func inlinable(doc []byte) bool {
 
 // createEvents is input:requested for a new request. The document it
 // carries is not copied into the stream: the request hash holds it, and
-// EventsAfter fills it in as it reads the event (eventdoc.go). Only a
-// document inline would not carry is linked here, as before.
+// EventsAfter fills it in as it reads the event (eventdoc.go), or links to
+// it there when it is not valid JSON (inline). Only a document too large
+// to carry inline is linked here, by its size alone: checking it is JSON
+// here too cost intake a scan of every document, for an answer the read
+// gives anyway.
 func createEvents(n NewRequest) []pendingEvent {
 	d := map[string]any{"channel": n.Channel}
-	if !inlinable(n.Document) {
-		inline(d, "request", n.Document, n.ID)
+	if len(n.Document) > MaxInlineEventBytes {
+		d["request_link"] = "/v1/requests/" + n.ID
 	}
 	return []pendingEvent{{EventInputRequested, d}}
 }
