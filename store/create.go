@@ -183,12 +183,21 @@ func oneNodeOnly(ctx context.Context) context.Context {
 //	ARGV[2] -> its due time as the create wrote it: the arrival, Unix ms
 //	           with its microseconds
 //	ARGV[3] -> when its turn should come, Unix ms
+//	ARGV[4..6] -> the request's Home tabs job ("": none), its due time as
+//	           the create wrote it, and how long after the turn it is due
+//	           instead: moved with the post, as takePostTurn's ARGV[12..14]
 //
 // Returns 1 when the job was moved.
 var deferPost = redis.NewScript(`
 local due = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not due or tonumber(due) ~= tonumber(ARGV[2]) then return 0 end
 redis.call('ZADD', KEYS[1], 'XX', ARGV[3], ARGV[1])
+if ARGV[4] ~= '' then
+  local home = redis.call('ZSCORE', KEYS[1], ARGV[4])
+  if home and tonumber(home) == tonumber(ARGV[5]) then
+    redis.call('ZADD', KEYS[1], 'XX', tonumber(ARGV[3]) + tonumber(ARGV[6]), ARGV[4])
+  end
+end
 return 1
 `)
 
@@ -231,7 +240,24 @@ func (s *Store) deferBatch(ctx context.Context, batch []postDeferral) (failed in
 
 // deferPostArgs are deferPost's KEYS and ARGV for d.
 func (s *Store) deferPostArgs(d postDeferral) ([]string, []any) {
-	return []string{s.keys.jobs(shardOf(d.id)).due}, []any{jobID(JobPost, d.id), postArrivalScore(d.arrival), d.at.UnixMilli()}
+	args := []any{jobID(JobPost, d.id), postArrivalScore(d.arrival), d.at.UnixMilli()}
+	return []string{s.keys.jobs(shardOf(d.id)).due}, append(args, s.homeDeferralArgs(d.id, d.arrival)...)
+}
+
+// homeDeferralArgs tell a post's deferral (takePostTurn's ARGV[12..14],
+// deferPost's ARGV[4..6]) to move the request's Home tabs job with it: the
+// job's id ("" without HomeJobs), its due time as queueCreate wrote it for
+// a request that arrived at arrival, and homeAfterCreate.
+func (s *Store) homeDeferralArgs(id string, arrival time.Time) []any {
+	if !s.homeJobs {
+		return []any{"", 0, 0}
+	}
+	return []any{jobID(JobHome, id), homeDueAfterCreate(arrival), homeAfterCreate.Milliseconds()}
+}
+
+// homeDueAfterCreate is a new request's Home tabs job's first due time.
+func homeDueAfterCreate(arrival time.Time) int64 {
+	return arrival.UnixMilli() + homeAfterCreate.Milliseconds()
 }
 
 // postArrivalScore is a new request's post job's first due time: its
@@ -330,7 +356,7 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	// arrival, which orders its channel's queue (pace.go).
 	jobs = append(jobs, redis.Z{Score: postArrivalScore(now), Member: jobID(JobPost, n.ID)})
 	if s.homeJobs {
-		jobs = append(jobs, redis.Z{Score: float64(ms + homeAfterCreate.Milliseconds()), Member: jobID(JobHome, n.ID)})
+		jobs = append(jobs, redis.Z{Score: float64(homeDueAfterCreate(now)), Member: jobID(JobHome, n.ID)})
 	}
 	p.ZAdd(ctx, s.keys.jobs(shard).due, jobs...)
 	reviewers := uniqueUsers(nil, n.Reviewers)
@@ -383,9 +409,12 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 // is due. Its post usually adds reviewers (those its message mentions,
 // SetMentions), which schedules the same job again: due a moment later, the
 // create's job is still waiting then and the two are one run, not two (a
-// third of the job runner's runs per request, issue #17). A reviewer's tab
-// shows a new request at most this much later; its publishes are spaced by
-// HomePublishWindow anyway.
+// third of the job runner's runs per request, issue #17). A post queued
+// behind others in its channel has this job moved with its own, to this
+// much after its turn (takePostTurn's deferral): a post waiting longer than
+// this made the two runs again. A reviewer's tab shows a new request at
+// most this much later than its post (or its create, when its post goes at
+// once); its publishes are spaced by HomePublishWindow anyway.
 const homeAfterCreate = time.Second
 
 var errDuplicate = errors.New("store: duplicate")

@@ -50,7 +50,16 @@ func (s *Store) DeferPostJob(ctx context.Context, id string, arrival, at time.Ti
 // PostJobDue is when the post job of request id is due (false: it is not
 // waiting in the due set).
 func (s *Store) PostJobDue(ctx context.Context, id string) (time.Time, bool, error) {
-	score, err := s.rdb.ZScore(ctx, s.keys.jobs(shardOf(id)).due, jobID(JobPost, id)).Result()
+	return s.jobDue(ctx, JobPost, id)
+}
+
+// HomeJobDue is PostJobDue for the request's Home tabs job.
+func (s *Store) HomeJobDue(ctx context.Context, id string) (time.Time, bool, error) {
+	return s.jobDue(ctx, JobHome, id)
+}
+
+func (s *Store) jobDue(ctx context.Context, kind, id string) (time.Time, bool, error) {
+	score, err := s.rdb.ZScore(ctx, s.keys.jobs(shardOf(id)).due, jobID(kind, id)).Result()
 	if errors.Is(err, redis.Nil) {
 		return time.Time{}, false, nil
 	}

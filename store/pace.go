@@ -90,6 +90,11 @@ type Pacing struct {
 //	           to come back later has its job made due then, as deferPost
 //	           does, in this same step: only while the job is still due at
 //	           its arrival (not claimed, not handed the turn).
+//	ARGV[12..14] -> with them, the request's Home tabs job ("": none), its
+//	           due time as the create wrote it, and how long after the
+//	           post's turn it is due instead (homeAfterCreate), only while
+//	           still due as written: a request's tabs are updated once, as
+//	           its post is made (SetPermalink), not once before it too.
 //
 // Returns {1, ms until its slot, added} when the post has its turn (it left
 // the queue and holds the turn until EndPostTurn), {0, ms until it should
@@ -170,6 +175,12 @@ local wait = math.max(math.ceil(back - now), 1)
 if askOnly and KEYS[3] then
   local due = redis.call('ZSCORE', KEYS[3], ARGV[10])
   if due and tonumber(due) == tonumber(ARGV[11]) then redis.call('ZADD', KEYS[3], 'XX', now + wait, ARGV[10]) end
+  if ARGV[12] ~= '' then
+    local home = redis.call('ZSCORE', KEYS[3], ARGV[12])
+    if home and tonumber(home) == tonumber(ARGV[13]) then
+      redis.call('ZADD', KEYS[3], 'XX', now + wait + tonumber(ARGV[14]), ARGV[12])
+    end
+  end
 end
 return {0, wait, added}
 `)
@@ -244,6 +255,7 @@ func (s *Store) queuePostArgs(t PostTurn, deferJob bool) ([]string, []any) {
 	if deferJob {
 		keys = append(keys, s.keys.jobs(shardOf(t.ID)).due)
 		args = append(args, jobID(JobPost, t.ID), postArrivalScore(t.Arrival))
+		args = append(args, s.homeDeferralArgs(t.ID, t.Arrival)...)
 	}
 	return keys, args
 }

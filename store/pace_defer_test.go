@@ -163,3 +163,42 @@ func waitDeferred(t *testing.T, f fixture, id string, arrival time.Time) {
 		}
 	}
 }
+
+// With HomeJobs, a post deferred to its turn takes its request's Home tabs
+// job with it, to a second after the turn (the post updates the tabs as it
+// is made, and a job left at a second after the create would run as well
+// when the post waits longer); a post that goes at once leaves it a second
+// after the create.
+func TestDeferredPostTakesItsHomeJob(t *testing.T) {
+	t.Parallel()
+	for name, b := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b, func(o *store.Options) { o.HomeJobs = true })
+			f.s.PacePosts(pacing)
+			homeDue := func(id string, want time.Duration) {
+				t.Helper()
+				at, ok, err := f.s.HomeJobDue(f.ctx, id)
+				if err != nil || !ok || !at.Equal(t0.Add(want)) {
+					t.Errorf("home job of %s due at +%v (%v, %v), want +%v", id, at.Sub(t0), ok, err, want)
+				}
+			}
+			f.clk.Set(t0)
+			f.mustCreate(t, newReq("h-1", "pm"))
+			homeDue("h-1", time.Second) // its post goes at once
+			f.clk.Set(t0.Add(pacing.Settle))
+			one := store.PostTurn{Channel: "C0APPROVALS", ID: "h-1", Arrival: t0}
+			if tr, err := f.s.TakePostTurn(f.ctx, one, pacing); err != nil || !tr.Taken {
+				t.Fatalf("h-1's turn: %+v, %v", tr, err)
+			}
+			f.clk.Set(t0.Add(30 * time.Millisecond))
+			f.mustCreate(t, newReq("h-2", "pm")) // h-1 holds the turn
+			waitDeferred(t, f, "h-2", t0.Add(30*time.Millisecond))
+			post, _, err := f.s.PostJobDue(f.ctx, "h-2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			homeDue("h-2", post.Sub(t0)+time.Second)
+		})
+	}
+}
