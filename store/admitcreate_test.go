@@ -107,3 +107,79 @@ func TestCreateAdmitted(t *testing.T) {
 		})
 	}
 }
+
+// A create its agent's limits refuse queues nothing in its channel: leaving
+// the queue would hand the turn to the post at its head, whose job would
+// then run before its time for nothing.
+func TestCreateNotAdmittedLeavesTheChannelAlone(t *testing.T) {
+	t.Parallel()
+	for name, b := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b)
+			f.s.PacePosts(pacing)
+			f.clk.Set(t0)
+			f.mustCreate(t, newReq("q-1", "pm"))
+			f.clk.Set(t0.Add(pacing.Settle))
+			one := store.PostTurn{Channel: "C0APPROVALS", ID: "q-1", Arrival: t0}
+			if tr, err := f.s.TakePostTurn(f.ctx, one, pacing); err != nil || !tr.Taken {
+				t.Fatalf("q-1's turn: %+v, %v", tr, err)
+			}
+			f.clk.Set(t0.Add(30 * time.Millisecond))
+			f.mustCreate(t, newReq("q-2", "pm")) // behind q-1: deferred
+			waitDeferred(t, f, "q-2", t0.Add(30*time.Millisecond))
+			deferred, _, err := f.s.PostJobDue(f.ctx, "q-2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// q-1's turn ends; q-2 is not handed it (as when the hand-off
+			// was lost): its job stays due when it was told.
+			f.clk.Set(t0.Add(50 * time.Millisecond))
+			if _, err := f.s.EndPostTurn(f.ctx, one); err != nil {
+				t.Fatal(err)
+			}
+			rate := store.Rate{Count: 1, Per: time.Hour, Burst: 1}
+			if d, err := f.s.TakeIntakeToken(f.ctx, "flood", rate); err != nil || !d.Allowed {
+				t.Fatalf("the flood's only token: %+v, %v", d, err)
+			}
+			f.clk.Set(t0.Add(60 * time.Millisecond))
+			adm := &store.Admission{Agent: "flood", Rate: rate, MaxOpen: 5, Lease: testLease}
+			if _, _, err := f.s.Create(store.AdmitOnCreate(f.ctx, adm), newReq("q-3", "flood")); !errors.Is(err, store.ErrNotAdmitted) {
+				t.Fatalf("a create past its agent's rate: %v, want not admitted", err)
+			}
+			if at, ok, err := f.s.PostJobDue(f.ctx, "q-2"); err != nil || !ok || !at.Equal(deferred) {
+				t.Errorf("q-2's job due at +%v (%v, %v) after a refused create, want +%v as told", at.Sub(t0), ok, err, deferred.Sub(t0))
+			}
+		})
+	}
+}
+
+// A create past its write deadline wrote nothing, for certain: its limits'
+// answer is still read, so the caller has the reservation to release.
+func TestCreatePastItsDeadlineReportsItsReservation(t *testing.T) {
+	t.Parallel()
+	for name, b := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b)
+			// The embedded store's TIME is the test's clock: an hour ahead
+			// of the process's, as a Redis whose clock runs ahead.
+			f.clk.Set(time.Now().Add(time.Hour))
+			if _, err := f.s.ReserveOpen(f.ctx, "pm", "seed-it", 5, testLease); err != nil { // seeds the count
+				t.Fatal(err)
+			}
+			adm := &store.Admission{Agent: "pm", MaxOpen: 5} // no lease: the create's deadline has passed as it runs
+			_, _, err := f.s.Create(store.AdmitOnCreate(f.ctx, adm), newReq("late-1", "pm"))
+			if !errors.Is(err, store.ErrWriteDeadline) || !adm.Decided || !adm.Slot.Reserved {
+				t.Fatalf("create past its deadline: err %v, decided %v, slot %+v; want the deadline and the slot reserved",
+					err, adm.Decided, adm.Slot)
+			}
+			if err := f.s.SettleOpen(f.ctx, adm.Slot); err != nil {
+				t.Fatal(err)
+			}
+			if got := counted(t, f, "pm"); slices.Contains(got, "late-1") {
+				t.Errorf("counted after the slot was settled = %v: late-1 still holds one", got)
+			}
+		})
+	}
+}

@@ -73,7 +73,9 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	var turnIn time.Duration
 	var admitted *redis.Cmd
 	rec.Events.Cursor, queued, turnIn, admitted, err = s.applyQueued(ctx, s.keys.request(n.ID), w, turn, admit)
-	if admitted != nil && !Unavailable(err) {
+	if admitted != nil && (!Unavailable(err) || errors.Is(err, ErrWriteDeadline)) {
+		// (A write past its deadline wrote nothing, for certain: the
+		// limits' answer is read, and the caller releases the slot.)
 		answer, answerErr := admitted.Slice()
 		err = s.settleAdmission(ctx, *admit, answer, answerErr, err)
 	}
@@ -147,10 +149,14 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	answer, _ := q.Int64Slice()
 	queued, turnIn = queuedPost(answer)
 	if redis.HasErrorPrefix(a.Err(), "NOSCRIPT") {
-		// Queued before its job exists: a hand-off meanwhile would be
-		// missed, so the job runs at its arrival (no deferral).
-		cursor, err = s.apply(ctx, reqKey, w) // Run loads the script
-		return cursor, queued, 0, admitted, err
+		// The write did not run, so the queuing found no job and did
+		// nothing: queue the post once the write has applied.
+		if cursor, err = s.apply(ctx, reqKey, w); err != nil { // Run loads the script
+			return cursor, false, 0, admitted, err
+		}
+		answer, _ := takePostTurn.Run(ctx, s.rdb, qKeys, qArgs...).Int64Slice()
+		queued, turnIn = queuedPost(answer)
+		return cursor, queued, turnIn, admitted, nil
 	}
 	res, err := a.StringSlice()
 	if err == nil && len(res) == 0 {

@@ -89,14 +89,19 @@ type Pacing struct {
 //	           create wrote it (its arrival, postArrivalScore). A post told
 //	           to come back later has its job made due then, as deferPost
 //	           does, in this same step: only while the job is still due at
-//	           its arrival (not claimed, not handed the turn).
+//	           its arrival (not claimed, not handed the turn). With KEYS[3]
+//	           the post is queued only if its job exists: the create, just
+//	           before on the connection, applied (a create refused, by its
+//	           agent's limits or as a duplicate of a posted request, queues
+//	           nothing, and cannot hand another post the turn by leaving).
 //	ARGV[12..14] -> with them, the request's Home tabs job ("": none), its
 //	           due time as the create wrote it, and how long after the
 //	           post's turn it is due instead (homeAfterCreate), only while
 //	           still due as written: a request's tabs are updated once, as
 //	           its post is made (SetPermalink), not once before it too.
 //
-// Returns {1, ms until its slot, added} when the post has its turn (it left
+// Returns {3, 0, 0} when KEYS[3] holds no job for the post (nothing done),
+// {1, ms until its slot, added} when the post has its turn (it left
 // the queue and holds the turn until EndPostTurn), {0, ms until it should
 // ask again, added} otherwise; asking only, {2, 0, added} where it would
 // have had its turn (or will, within a lead). added is 1 when the post was
@@ -104,6 +109,7 @@ type Pacing struct {
 var takePostTurn = redis.NewScript(`
 local now, iv, settle, grace, lead = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local id, askOnly = ARGV[3], ARGV[8] == '1'
+if KEYS[3] and not redis.call('ZSCORE', KEYS[3], ARGV[10]) then return {3, 0, 0} end
 local added = redis.call('ZADD', KEYS[2], 'NX', ARGV[4], id)
 if ARGV[8] == '2' then
   if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[9]) then redis.call('PEXPIRE', KEYS[2], ARGV[9]) end
@@ -174,11 +180,13 @@ if goesNext then back = ready end
 local wait = math.max(math.ceil(back - now), 1)
 if askOnly and KEYS[3] then
   local due = redis.call('ZSCORE', KEYS[3], ARGV[10])
-  if due and tonumber(due) == tonumber(ARGV[11]) then redis.call('ZADD', KEYS[3], 'XX', now + wait, ARGV[10]) end
-  if ARGV[12] ~= '' then
-    local home = redis.call('ZSCORE', KEYS[3], ARGV[12])
-    if home and tonumber(home) == tonumber(ARGV[13]) then
-      redis.call('ZADD', KEYS[3], 'XX', now + wait + tonumber(ARGV[14]), ARGV[12])
+  if due and tonumber(due) == tonumber(ARGV[11]) then
+    redis.call('ZADD', KEYS[3], 'XX', now + wait, ARGV[10])
+    if ARGV[12] ~= '' then
+      local home = redis.call('ZSCORE', KEYS[3], ARGV[12])
+      if home and tonumber(home) == tonumber(ARGV[13]) then
+        redis.call('ZADD', KEYS[3], 'XX', now + wait + tonumber(ARGV[14]), ARGV[12])
+      end
     end
   end
 end
