@@ -31,6 +31,8 @@ func TestParseEventSubscription(t *testing.T) {
 		{"types not an array", sub(`{"url":"https://agent.example.com/ev","types":"resolved"}`), nil, "extensions.events.types", "must be an array"},
 		{"type not a string", sub(`{"url":"https://agent.example.com/ev","types":[1]}`), nil, "extensions.events.types[0]", "must be a string"},
 		{"unknown key", sub(`{"url":"https://agent.example.com/ev","type":["resolved"]}`), nil, "extensions.events.type", "is not a field"},
+		// An empty key is a member like any other, never an array index.
+		{"empty key", sub(`{"url":"https://agent.example.com/ev","":1}`), nil, "extensions.events.", "is not a field"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,8 +19,9 @@ type node struct {
 	v     any
 }
 
-// pathStep is one step of a node's path: a member name, or (name "") an
-// array index; parent is the step before it (-1: none).
+// pathStep is one step of a node's path: a member name (index -1; the name
+// may be "", a key like any other), or an array index; parent is the step
+// before it (-1: none).
 type pathStep struct {
 	parent int32
 	index  int32
@@ -37,7 +38,7 @@ func (n node) child(name string, index int, v any) node {
 
 func (n node) field(name string) node {
 	m, _ := n.v.(map[string]any)
-	return n.child(name, 0, m[name])
+	return n.child(name, -1, m[name])
 }
 
 func (n node) index(i int) node {
@@ -57,7 +58,7 @@ func (n node) path() string {
 	var b strings.Builder
 	for i := len(steps) - 1; i >= 0; i-- {
 		switch st := steps[i]; {
-		case st.name == "":
+		case st.index >= 0:
 			b.WriteString("[" + strconv.Itoa(int(st.index)) + "]")
 		case b.Len() > 0:
 			b.WriteString("." + st.name)
