@@ -118,20 +118,8 @@ func TestCreateNotAdmittedLeavesTheChannelAlone(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, b)
 			f.s.PacePosts(pacing)
-			f.clk.Set(t0)
-			f.mustCreate(t, newReq("q-1", "pm"))
-			f.clk.Set(t0.Add(pacing.Settle))
-			one := store.PostTurn{Channel: "C0APPROVALS", ID: "q-1", Arrival: t0}
-			if tr, err := f.s.TakePostTurn(f.ctx, one, pacing); err != nil || !tr.Taken {
-				t.Fatalf("q-1's turn: %+v, %v", tr, err)
-			}
-			f.clk.Set(t0.Add(30 * time.Millisecond))
-			f.mustCreate(t, newReq("q-2", "pm")) // behind q-1: deferred
-			waitDeferred(t, f, "q-2", t0.Add(30*time.Millisecond))
-			deferred, _, err := f.s.PostJobDue(f.ctx, "q-2")
-			if err != nil {
-				t.Fatal(err)
-			}
+			one := holdTurn(t, f, "q-1")
+			deferred := queueBehind(t, f, "q-2")
 			// q-1's turn ends; q-2 is not handed it (as when the hand-off
 			// was lost): its job stays due when it was told.
 			f.clk.Set(t0.Add(50 * time.Millisecond))

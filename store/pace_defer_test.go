@@ -183,22 +183,38 @@ func TestDeferredPostTakesItsHomeJob(t *testing.T) {
 					t.Errorf("home job of %s due at +%v (%v, %v), want +%v", id, at.Sub(t0), ok, err, want)
 				}
 			}
-			f.clk.Set(t0)
-			f.mustCreate(t, newReq("h-1", "pm"))
-			homeDue("h-1", time.Second) // its post goes at once
-			f.clk.Set(t0.Add(pacing.Settle))
-			one := store.PostTurn{Channel: "C0APPROVALS", ID: "h-1", Arrival: t0}
-			if tr, err := f.s.TakePostTurn(f.ctx, one, pacing); err != nil || !tr.Taken {
-				t.Fatalf("h-1's turn: %+v, %v", tr, err)
-			}
-			f.clk.Set(t0.Add(30 * time.Millisecond))
-			f.mustCreate(t, newReq("h-2", "pm")) // h-1 holds the turn
-			waitDeferred(t, f, "h-2", t0.Add(30*time.Millisecond))
-			post, _, err := f.s.PostJobDue(f.ctx, "h-2")
-			if err != nil {
-				t.Fatal(err)
-			}
+			holdTurn(t, f, "h-1")
+			homeDue("h-1", time.Second) // its post went at once
+			post := queueBehind(t, f, "h-2")
 			homeDue("h-2", post.Sub(t0)+time.Second)
 		})
 	}
+}
+
+// holdTurn creates request id at t0 in an idle channel and gives its post
+// the turn at +settle, as its job would: the post others queue behind.
+func holdTurn(t *testing.T, f fixture, id string) store.PostTurn {
+	t.Helper()
+	f.clk.Set(t0)
+	f.mustCreate(t, newReq(id, "pm"))
+	f.clk.Set(t0.Add(pacing.Settle))
+	turn := store.PostTurn{Channel: "C0APPROVALS", ID: id, Arrival: t0}
+	if tr, err := f.s.TakePostTurn(f.ctx, turn, pacing); err != nil || !tr.Taken {
+		t.Fatalf("%s's turn: %+v, %v", id, tr, err)
+	}
+	return turn
+}
+
+// queueBehind creates request id at +30ms, behind the post holding the
+// turn, and returns when its create deferred its post job to.
+func queueBehind(t *testing.T, f fixture, id string) time.Time {
+	t.Helper()
+	f.clk.Set(t0.Add(30 * time.Millisecond))
+	f.mustCreate(t, newReq(id, "pm"))
+	waitDeferred(t, f, id, t0.Add(30*time.Millisecond))
+	at, _, err := f.s.PostJobDue(f.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
 }
