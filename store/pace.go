@@ -109,7 +109,11 @@ type Pacing struct {
 var takePostTurn = redis.NewScript(`
 local now, iv, settle, grace, lead = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local id, askOnly = ARGV[3], ARGV[8] == '1'
-if KEYS[3] and not redis.call('ZSCORE', KEYS[3], ARGV[10]) then return {3, 0, 0} end
+local jobDue
+if KEYS[3] then
+  jobDue = redis.call('ZSCORE', KEYS[3], ARGV[10])
+  if not jobDue then return {3, 0, 0} end
+end
 local added = redis.call('ZADD', KEYS[2], 'NX', ARGV[4], id)
 if ARGV[8] == '2' then
   if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[9]) then redis.call('PEXPIRE', KEYS[2], ARGV[9]) end
@@ -132,11 +136,13 @@ local ready = tonumber(head[2]) + settle
 local rank = redis.call('ZRANK', KEYS[2], id)
 local ttl = math.ceil(math.max(slot - now, 0) + (redis.call('ZCARD', KEYS[2]) + 1) * iv + 2 * grace + 60000)
 if askOnly then ttl = math.max(ttl, tonumber(ARGV[9]), redis.call('PTTL', KEYS[2])) end
-redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
 -- goesNext: first in the queue, nobody holding the turn, the slot within a lead.
 local goesNext = rank == 0 and not busy and slot <= now + lead
-if askOnly and goesNext then return {2, 0, added} end
+if askOnly and goesNext then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return {2, 0, added}
+end
 if goesNext and ready <= now then
   local at = math.max(slot, now)
   redis.call('ZREM', KEYS[2], id)
@@ -145,6 +151,7 @@ if goesNext and ready <= now then
   -- (the channel is busy): its end measures what a post takes here
   -- (endPostTurn's c).
   redis.call('HSET', KEYS[1], 'p', id, 'pu', string.format('%.3f', at), 'b', (tonumber(ARGV[4]) < tonumber(st[1] or '0')) and '1' or '0')
+  redis.call('PEXPIRE', KEYS[1], ttl)
   return {1, math.ceil(at - now), added}
 end
 -- The holder's slot plus an interval is the earliest the next one can go
@@ -174,13 +181,15 @@ local at = math.max(slot, now, ready) + rank * per
 -- comes, and the others wait for it until the time it was told and a grace.
 if askOnly then at = at + math.min((rank + (busy and 1 or 0)) * per, grace) end
 redis.call('HSET', KEYS[1], 'w:' .. id, string.format('%.3f', at))
-redis.call('PEXPIRE', KEYS[1], ttl) -- the HSET may have created it
+-- The hash's TTL is set once its last write is done (each way out above
+-- sets it too): the HSET may have created it.
+redis.call('PEXPIRE', KEYS[1], ttl)
 local back = at - lead / 2
 if goesNext then back = ready end
 local wait = math.max(math.ceil(back - now), 1)
 if askOnly and KEYS[3] then
-  local due = redis.call('ZSCORE', KEYS[3], ARGV[10])
-  if due and tonumber(due) == tonumber(ARGV[11]) then
+  -- jobDue was read above, in this same step: nothing can have moved it.
+  if tonumber(jobDue) == tonumber(ARGV[11]) then
     redis.call('ZADD', KEYS[3], 'XX', now + wait, ARGV[10])
     if ARGV[12] ~= '' then
       local home = redis.call('ZSCORE', KEYS[3], ARGV[12])
