@@ -283,7 +283,7 @@ func (s *Store) queueAudit(ctx context.Context, p redis.Pipeliner, id string, at
 		reqHead = chainHead{seq: e.Seq, hash: e.Hash}
 		// Seq 0 (the script writes the real one), Prev and Hash empty (the
 		// sealer writes them): an unsealed global entry.
-		args = append(args, mustJSON(AuditEntry{At: e.At, RequestID: id, EntryHash: e.Hash}))
+		args = append(args, pendingGlobalEntry(e.At, id, e.Hash))
 	}
 	if len(entries) > 0 {
 		p.RPush(ctx, s.keys.auditRequest(id), entries...)

@@ -370,24 +370,25 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	// reviewers, version 1) is not written: every field of a hash costs
 	// ~50 bytes of Redis, and decodeRecord reads an absent one as its
 	// default. Nor is the id: the key names it.
-	fields := map[string]string{"agent": n.Agent, "status": string(aah.StatusPending),
-		"doc": encodeDoc(n.Document), "hash": n.BodyHash, "channel": n.Channel,
-		"received_ms": strconv.FormatInt(ms, 10), "updated_ms": strconv.FormatInt(ms, 10),
-		"audit_head": reqHead.String()}
+	fields := make([]any, 0, 26)
+	fields = append(fields, "agent", n.Agent, "status", string(aah.StatusPending),
+		"doc", encodeDoc(n.Document), "hash", n.BodyHash, "channel", n.Channel,
+		"received_ms", strconv.FormatInt(ms, 10), "updated_ms", strconv.FormatInt(ms, 10),
+		"audit_head", reqHead.String())
 	if n.ResponseURL != "" {
-		fields["response_url"] = n.ResponseURL
+		fields = append(fields, "response_url", n.ResponseURL)
 	}
 	if len(timerIDs) > 0 {
-		fields["timers"] = mustJSON(timerIDs)
+		fields = append(fields, "timers", jsonStrings(timerIDs))
 	}
 	if len(reviewers) > 0 {
-		fields[reviewerIdxField] = mustJSON(reviewers)
+		fields = append(fields, reviewerIdxField, jsonStrings(reviewers))
 	}
 	if n.NoRequester {
-		fields[noRequesterField] = "1"
+		fields = append(fields, noRequesterField, "1")
 	}
-	createEventsFields(n.Events, fields)
-	p.HSet(ctx, s.keys.request(n.ID), fields)
+	fields = createEventsFields(n.Events, fields)
+	p.HSet(ctx, s.keys.request(n.ID), fields...)
 	// Exactly what Get will read back (store_test checks it), made
 	// without decoding the fields just encoded.
 	rec := Record{ID: n.ID, Agent: n.Agent, Status: aah.StatusPending, Document: n.Document, BodyHash: n.BodyHash,

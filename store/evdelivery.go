@@ -69,14 +69,15 @@ func decodeEventsState(h map[string]string) EventsState {
 // subscription; its cursor (events_cursor) is written by the create's
 // script: the shard stream's tail before the request's first event
 // (eventsCursorField).
-func createEventsFields(sub *aah.EventSubscription, fields map[string]string) {
+func createEventsFields(sub *aah.EventSubscription, fields []any) []any {
 	if sub == nil || sub.URL == "" {
-		return
+		return fields
 	}
-	fields["events_url"] = sub.URL
+	fields = append(fields, "events_url", sub.URL)
 	if len(sub.Types) > 0 {
-		fields["events_types"] = mustJSON(sub.Types)
+		fields = append(fields, "events_types", jsonStrings(sub.Types))
 	}
+	return fields
 }
 
 // eventsCursorField is the field that receives a new request's event
