@@ -134,7 +134,13 @@ local busy = st[3] and tonumber(st[4]) + grace > now
 if st[3] and not busy then redis.call('HDEL', KEYS[1], 'p', 'pu') end
 local ready = tonumber(head[2]) + settle
 local rank = redis.call('ZRANK', KEYS[2], id)
-local ttl = math.ceil(math.max(slot - now, 0) + (redis.call('ZCARD', KEYS[2]) + 1) * iv + 2 * grace + 60000)
+-- The queue's keys live as long as its last post may wait, and more. Asked
+-- at intake, the post just queued is the newest (its rank the queue's
+-- length less one, but for clocks apart by a few ms, which the minute
+-- spare covers) and the queue never loses the TTL it had.
+local waiting
+if askOnly then waiting = rank + 1 else waiting = redis.call('ZCARD', KEYS[2]) end
+local ttl = math.ceil(math.max(slot - now, 0) + (waiting + 1) * iv + 2 * grace + 60000)
 if askOnly then ttl = math.max(ttl, tonumber(ARGV[9]), redis.call('PTTL', KEYS[2])) end
 redis.call('PEXPIRE', KEYS[2], ttl)
 -- goesNext: first in the queue, nobody holding the turn, the slot within a lead.
