@@ -34,6 +34,14 @@ type NextClaimer interface {
 	ClaimNext(ctx context.Context, shard, max int, lease time.Duration) ([]store.Job, time.Time, error)
 }
 
+// NextAcker is a Queue whose acks also tell when the acked job's shard has
+// its earliest job due (zero when none is): a job that scheduled its
+// request's next one then costs no claim of its shard to find when that is
+// due. *store.Store implements it.
+type NextAcker interface {
+	AckNext(ctx context.Context, j store.Job) (next time.Time, err error)
+}
+
 // Handler runs one kind of job. Handle returns nil when the job is done
 // (including when it found nothing left to do), a *RetryError to run it again
 // at a chosen time, or any other error for a retry with backoff. Once a job
@@ -90,6 +98,10 @@ type Runner struct {
 	// runner's last claim of it did not see (Wake, WakeFor, one of the
 	// shard's jobs ran): see Run.
 	dirty atomic.Uint32
+
+	// told holds, per shard, the earliest due time an ack told since the
+	// last round of claims (zero: none told), under mu: see NextAcker.
+	told [store.Shards]time.Time
 }
 
 // allShards is dirty with every shard's bit.
@@ -181,6 +193,14 @@ func (r *Runner) Run(ctx context.Context) error {
 			// none of its shard.
 			r.soonest = time.Time{}
 		}
+		for shard, at := range r.told {
+			// What acks told (NextAcker) is as good as a claim's answer;
+			// a shard not known yet (zero) is claimed anyway.
+			if !at.IsZero() && !nextDue[shard].IsZero() && at.Before(nextDue[shard]) {
+				nextDue[shard] = at
+			}
+			r.told[shard] = time.Time{}
+		}
 		r.mu.Unlock()
 		woken := r.dirty.Swap(0)
 		if !tells || !now.Before(fullAt) {
@@ -230,10 +250,11 @@ func (r *Runner) Run(ctx context.Context) error {
 				wg.Add(1)
 				go func() {
 					defer func() { <-sem; wg.Done() }()
-					r.process(ctx, j)
-					// It may have scheduled its request's next job (or
-					// been rescheduled): its shard is looked at again.
-					r.wakeShards(1 << uint(shard))
+					if !r.process(ctx, j) {
+						// It may have scheduled its request's next job (or
+						// been rescheduled): its shard is looked at again.
+						r.wakeShards(1 << uint(shard))
+					}
 				}()
 			}
 			if len(jobs) == 0 {
@@ -328,13 +349,15 @@ func (r *Runner) idle(next time.Time) time.Duration {
 
 // process runs one job and settles it. The job's context ends well before
 // its lease, so a slow Slack call is abandoned before another runner may
-// reclaim the job: a job is never executing in two places at once.
-func (r *Runner) process(ctx context.Context, j store.Job) {
+// reclaim the job: a job is never executing in two places at once. It
+// reports whether its ack told when the job's shard has its next job due
+// (NextAcker): the runner need not claim the shard to find out.
+func (r *Runner) process(ctx context.Context, j store.Job) (toldNext bool) {
 	r.opts.Metrics.lateness.WithLabelValues(j.Kind).Observe(max(r.opts.Now().Sub(j.Due), 0).Seconds())
 	h, ok := r.opts.Handlers[j.Kind]
 	if !ok {
 		r.settle(ctx, j, "bury", r.q.Bury(context.WithoutCancel(ctx), j, "no handler for job kind "+j.Kind))
-		return
+		return false
 	}
 	jobCtx, cancel := context.WithTimeout(ctx, r.opts.Lease*3/4)
 	start := time.Now()
@@ -348,6 +371,14 @@ func (r *Runner) process(ctx context.Context, j store.Job) {
 	switch {
 	case err == nil:
 		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "done").Inc()
+		if na, ok := r.q.(NextAcker); ok {
+			next, err := na.AckNext(settleCtx, j)
+			if r.settle(ctx, j, "ack", err) {
+				r.dueAt(j.Shard, next)
+				return true
+			}
+			return false
+		}
 		r.settle(ctx, j, "ack", r.q.Ack(settleCtx, j))
 	case errors.As(err, &retry) && (retry.Free || j.Attempt < r.opts.MaxAttempts):
 		r.opts.Metrics.jobs.WithLabelValues(j.Kind, "rescheduled").Inc()
@@ -371,6 +402,26 @@ func (r *Runner) process(ctx context.Context, j store.Job) {
 			r.rescheduled(at)
 		}
 	}
+	return false
+}
+
+// dueAt notes that shard's earliest job is due at next (zero: it has
+// none), as an ack told: due already, the shard is claimed at once;
+// later, the runner claims it then (and wakes for it), unless told sooner.
+func (r *Runner) dueAt(shard int, next time.Time) {
+	switch {
+	case next.IsZero():
+		return
+	case !next.After(r.opts.Now()):
+		r.wakeShards(1 << uint(shard))
+		return
+	}
+	r.mu.Lock()
+	if at := r.told[shard]; at.IsZero() || next.Before(at) {
+		r.told[shard] = next
+	}
+	r.mu.Unlock()
+	r.rescheduled(next)
 }
 
 // jobAttrs name a job in log lines: its id and kind, and the AAH request it

@@ -88,6 +88,26 @@ func (s *Store) Ack(ctx context.Context, j Job) error {
 	return leaseResult("ack", j, ok, err)
 }
 
+// AckNext is Ack that also tells when the job's shard has its earliest job
+// due (zero: it has none): a job often schedules its request's next, and a
+// runner that knows when that is due need not claim the shard again to
+// find out.
+func (s *Store) AckNext(ctx context.Context, j Job) (next time.Time, err error) {
+	k := s.keys.jobs(j.Shard)
+	res, err := ackJobNext.Run(ctx, s.rdb, []string{k.inflight, k.lease, k.attempts, k.due}, j.ID, j.token).Slice()
+	ok := 0
+	if err == nil && len(res) == 2 {
+		n, _ := res[0].(int64)
+		ok = int(n)
+		if ms, _ := strconv.ParseFloat(fmt.Sprint(res[1]), 64); ms >= 0 {
+			next = fromScore(res[1])
+		}
+	} else if err == nil {
+		err = fmt.Errorf("store: unexpected answer %v", res)
+	}
+	return next, leaseResult("ack", j, ok, err)
+}
+
 // Retry releases a job to run again at `at`. When countAttempt is false the
 // run does not count against the job's attempts (pacing and rate limits are
 // not failures).

@@ -74,6 +74,43 @@ func testJobs(t *testing.T, newStore backend) {
 		}
 	})
 
+	t.Run("an ack tells when the shard's earliest job is due", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, newStore)
+		_, shard, j := f.newJob(t, "req-acknext")
+		sameShard := func(n int) string { // the n-th other id in the shard
+			for i := 0; ; i++ {
+				if other := fmt.Sprintf("req-acknext-%d", i); shardOf(other) == shard {
+					if n--; n < 0 {
+						return other
+					}
+				}
+			}
+		}
+		if next, err := f.s.AckNext(f.ctx, j); err != nil || !next.IsZero() {
+			t.Fatalf("AckNext with no other job = %v, %v; want none (zero)", next, err)
+		}
+		if _, err := f.s.AckNext(f.ctx, j); !errors.Is(err, store.ErrLeaseLost) {
+			t.Errorf("AckNext again = %v; want ErrLeaseLost", err)
+		}
+		// Another request's post, told to come back in 10s.
+		_, _, later := f.newJob(t, sameShard(0))
+		back := f.clk.Now().Add(10 * time.Second)
+		if err := f.s.Retry(f.ctx, later, back, false); err != nil {
+			t.Fatalf("Retry: %v", err)
+		}
+		_, _, k := f.newJob(t, sameShard(1))
+		_, _, k2 := f.newJob(t, sameShard(2))
+		if next, err := f.s.AckNext(f.ctx, k); err != nil || !next.Equal(back) {
+			t.Errorf("AckNext = %v, %v; want the post told to come back (%v)", next, err, back)
+		}
+		// Once it is due, an ack tells so.
+		f.clk.Set(back)
+		if next, err := f.s.AckNext(f.ctx, k2); err != nil || next.After(f.clk.Now()) {
+			t.Errorf("AckNext = %v, %v; want a job due by now (%v)", next, err, f.clk.Now())
+		}
+	})
+
 	t.Run("free retries from the first attempt stay at 1", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t, newStore)

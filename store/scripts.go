@@ -79,6 +79,22 @@ redis.call('HDEL', KEYS[3], ARGV[1])
 return 1
 `)
 
+// ackJobNext is ackJob that also tells when the shard's earliest job is
+// due, for a runner deciding whether to look at the shard again (AckNext).
+//
+//	KEYS[1..3], ARGV -> as ackJob's
+//	KEYS[4] -> <p>:{sNN}:jobs:due
+//
+// Returns {1, the earliest due score or "-1" when none is due}, or {0, "-1"}
+// when the lease was lost.
+var ackJobNext = redis.NewScript(`
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return {0, '-1'} end
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+return {1, redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')[2] or '-1'}
+`)
+
 // retryJob releases a claimed job to run again at ARGV[3] (or earlier, if the
 // job was meanwhile scheduled sooner), fenced by the lease token like ackJob.
 //
