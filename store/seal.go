@@ -34,15 +34,16 @@ import (
 // head is not, without an external anchor of the heads); every request
 // chain still is. Sealing follows the writes of this process within
 // sealGather and runs over every shard each interval of RunSealer (bot:
-// one second), so an entry stays pending for some 20 ms, or that interval
+// one second), so an entry stays pending for some 50 ms, or that interval
 // after its writer crashed.
 
 // sealGather is how long the sealer waits after a write wakes it, so that
 // the writes that follow join the same batch. Each batch costs two round
 // trips and two scripts per shard written whatever it holds: at 5 ms, a
 // thousand requests a second (a create and a post each) sealed in some 150
-// batches a second, 1.5 seals per request (issue #17); at 20 ms, some 45.
-const sealGather = 20 * time.Millisecond
+// batches a second, 1.5 seals per request (issue #17); at 20 ms, some 45,
+// still 2.2 script calls per request end to end; at 50 ms, some 18.
+const sealGather = 50 * time.Millisecond
 
 // sealBatch is the most entries one seal script moves.
 const sealBatch = 512
