@@ -2,6 +2,8 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -118,5 +120,108 @@ func (q *ackQueue) Handle(_ context.Context, j store.Job) error {
 		q.add("k:req:next", time.Now().Add(q.after))
 	}
 	q.ran <- j.ID
+	return nil
+}
+
+// A job whose ack tells its shard's next still leaves a job it made due in
+// another shard with no wake for it (a post leaving its channel's queue
+// hands the turn to the next post, wherever its job is) to the pass over
+// every shard, which comes as soon as fullPassEvery has passed: here at
+// once, the job having run longer than that.
+func TestRunnerToldByAnAckStillFindsAJobDueInAnotherShard(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const poll = time.Hour // never reached
+		q := &handOffQueue{due: map[string]time.Time{}, ran: make(chan string, 2)}
+		r, stop := startRunner(t, q, poll)
+		defer stop()
+		synctest.Wait() // the first look: every shard, nothing there
+		q.add("k:"+handOffFrom, time.Now())
+		r.WakeFor(handOffFrom)
+		if got := <-q.ran; got != "k:"+handOffFrom {
+			t.Fatalf("ran %q first", got)
+		}
+		end := time.Now().Add(handOffRun)
+		if got := <-q.ran; got != "k:"+handOffTo {
+			t.Fatalf("ran %q second", got)
+		}
+		if late := time.Since(end); late != 0 {
+			t.Errorf("the job made due in another shard ran %v after it was, want at once", late)
+		}
+	})
+}
+
+// handOffQueue: running k:<handOffFrom> takes handOffRun, then makes
+// k:<handOffTo>, in another shard, due with no wake. Its acks tell the
+// acked job's shard's next (jobs.NextAcker).
+type handOffQueue struct {
+	settlesQuietly
+	mu  sync.Mutex
+	due map[string]time.Time
+	ran chan string
+}
+
+const (
+	handOffFrom = "req"
+	handOffRun  = 200 * time.Millisecond
+)
+
+var handOffTo = func() string {
+	for i := 0; ; i++ {
+		if id := fmt.Sprintf("req-%d", i); store.ShardOf(id) != store.ShardOf(handOffFrom) {
+			return id
+		}
+	}
+}()
+
+func (q *handOffQueue) add(id string, at time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.due[id] = at
+}
+
+// earliest is the earliest due time of shard's jobs at or after from (zero:
+// none).
+func (q *handOffQueue) earliest(shard int, from time.Time) (at time.Time) {
+	for id, d := range q.due {
+		if store.ShardOf(strings.TrimPrefix(id, "k:")) == shard && !d.Before(from) && (at.IsZero() || d.Before(at)) {
+			at = d
+		}
+	}
+	return at
+}
+
+func (q *handOffQueue) ClaimNext(_ context.Context, shard, max int, _ time.Duration) ([]store.Job, time.Time, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	var out []store.Job
+	for id, d := range q.due {
+		req := strings.TrimPrefix(id, "k:")
+		if store.ShardOf(req) == shard && !d.After(now) && len(out) < max {
+			out = append(out, store.Job{ID: id, Kind: "k", RequestID: req, Attempt: 1, Shard: shard, Due: d})
+			delete(q.due, id)
+		}
+	}
+	return out, q.earliest(shard, now.Add(time.Nanosecond)), nil
+}
+
+func (q *handOffQueue) Claim(ctx context.Context, shard, max int, lease time.Duration) ([]store.Job, error) {
+	jobs, _, err := q.ClaimNext(ctx, shard, max, lease)
+	return jobs, err
+}
+
+func (q *handOffQueue) AckNext(_ context.Context, j store.Job) (time.Time, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.earliest(j.Shard, time.Time{}), nil
+}
+
+func (q *handOffQueue) Handle(_ context.Context, j store.Job) error {
+	q.ran <- j.ID
+	if j.RequestID == handOffFrom {
+		time.Sleep(handOffRun)
+		q.add("k:"+handOffTo, time.Now())
+	}
 	return nil
 }

@@ -250,9 +250,17 @@ func (r *Runner) Run(ctx context.Context) error {
 				wg.Add(1)
 				go func() {
 					defer func() { <-sem; wg.Done() }()
-					if !r.process(ctx, j) {
-						// It may have scheduled its request's next job (or
-						// been rescheduled): its shard is looked at again.
+					// It may have scheduled its request's next job (or
+					// been rescheduled): its shard is looked at again,
+					// unless its ack told when that is due (dueAt). A
+					// round follows either way: it may also have made a job
+					// due in another shard with no wake for it (a post
+					// leaving its channel's queue hands the turn on), which
+					// the pass over every shard finds once fullPassEvery has
+					// passed, as it did when every job woke its shard.
+					if r.process(ctx, j) {
+						r.wakeShards(0)
+					} else {
 						r.wakeShards(1 << uint(shard))
 					}
 				}()

@@ -370,7 +370,7 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	// reviewers, version 1) is not written: every field of a hash costs
 	// ~50 bytes of Redis, and decodeRecord reads an absent one as its
 	// default. Nor is the id: the key names it.
-	fields := make([]any, 0, 26)
+	fields := make([]any, 0, 28)
 	fields = append(fields, "agent", n.Agent, "status", string(aah.StatusPending),
 		"doc", encodeDoc(n.Document), "hash", n.BodyHash, "channel", n.Channel,
 		"received_ms", strconv.FormatInt(ms, 10), "updated_ms", strconv.FormatInt(ms, 10),

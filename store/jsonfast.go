@@ -39,9 +39,10 @@ func jsonStrings(list []string) string {
 
 // pendingGlobalEntry is mustJSON(AuditEntry{At: at, RequestID: id,
 // EntryHash: entryHash}): an unsealed global audit entry, which the create's
-// script numbers by replacing its leading `{"seq":0`.
+// script numbers by replacing its leading `{"seq":0`. Entries are in UTC;
+// any other time (or an odd id) goes through json.Marshal.
 func pendingGlobalEntry(at time.Time, id, entryHash string) string {
-	if !jsonPlain(id) || !jsonPlain(entryHash) || entryHash == "" || at.Year() < 0 || at.Year() > 9999 {
+	if !jsonPlain(id) || !jsonPlain(entryHash) || entryHash == "" || at.Location() != time.UTC || at.Year() < 0 || at.Year() > 9999 {
 		return mustJSON(AuditEntry{At: at, RequestID: id, EntryHash: entryHash})
 	}
 	b := make([]byte, 0, 64+len(time.RFC3339Nano)+len(id)+len(entryHash))
