@@ -58,15 +58,20 @@ type StandingApprovals struct {
 	// Granters narrow who may grant (STANDING_APPROVAL_GRANTERS): Slack
 	// user ids and user group ids. Empty: anyone who may approve.
 	Granters []string
+	// LookupBudget bounds matching a new request against the standing
+	// approvals (reading them, and the directory lookups of whether their
+	// granters may decide it); past it the request is posted as usual.
+	// Default grantLookupBudget. Tests that need every match to finish,
+	// however busy the machine, give it more.
+	LookupBudget time.Duration
 }
 
 // MinGrant is the shortest standing approval, as STANDING_APPROVAL_MAX's
 // smallest setting.
 const MinGrant = time.Minute
 
-// grantLookupBudget bounds the directory lookups of matching a new
-// request: it runs under the intake's write deadline. Past it the request
-// is posted as usual.
+// grantLookupBudget is StandingApprovals.LookupBudget's default: matching
+// runs under the intake's write deadline, and must leave it time to store.
 const grantLookupBudget = 500 * time.Millisecond
 
 // GrantMax is the longest standing approval a reviewer may grant; 0 when

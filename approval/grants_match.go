@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"cmp"
 	"context"
 	"slices"
 
@@ -28,7 +29,7 @@ func (c *Core) grantMatcher(ctx context.Context, req *aah.Request, agent string)
 		}
 		keys = append(keys, dec.ActionKey())
 	}
-	ctx, cancel := context.WithTimeout(ctx, grantLookupBudget)
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(c.grants.LookupBudget, grantLookupBudget))
 	defer cancel()
 	candidates, err := c.grants.Store.Grants(ctx, agent)
 	if err != nil {

@@ -81,7 +81,7 @@ func newGrantFixture(t *testing.T, embedded bool, mod func(*approval.StandingApp
 	if err != nil {
 		t.Fatal(err)
 	}
-	sa := approval.StandingApprovals{Store: st, Max: time.Hour}
+	sa := approval.StandingApprovals{Store: st, Max: time.Hour, LookupBudget: time.Minute}
 	if mod != nil {
 		mod(&sa)
 	}
@@ -297,6 +297,12 @@ func TestGrantDoesNotMatch(t *testing.T) {
 	off := f.coreWith(approval.StandingApprovals{})
 	if rec := f.submit(t, off, "grants-off", "deployer", nil, scale("scale")); rec.Status != aah.StatusPending {
 		t.Errorf("standing approvals off: %s; want pending", rec.Status)
+	}
+	// Matching that runs out of its time (LookupBudget: reading the grants,
+	// asking the directory): posted as usual, not held up.
+	hurried := f.coreWith(approval.StandingApprovals{Max: time.Hour, LookupBudget: time.Nanosecond})
+	if rec := f.submit(t, hurried, "no-time-to-match", "deployer", nil, scale("scale")); rec.Status != aah.StatusPending {
+		t.Errorf("matching past its budget: %s; want pending", rec.Status)
 	}
 	// Still covered otherwise (the cases above failed for their reason).
 	if rec := f.submit(t, f.core, "yes-1", "deployer", map[string]any{"reviewer_groups": []any{"S0LEADS"}}, scale("a"), scale("b")); rec.Status != aah.StatusResolved {
@@ -514,7 +520,7 @@ func TestGrantRevokeRetryCompletesAFailedRevocation(t *testing.T) {
 	}
 	hooked := &hookedStorage{Store: f.st}
 	intake := approval.New(hooked, approval.Options{Now: f.clk.Now, Directory: groups{},
-		Policy: approval.Policy{Admins: []string{gadmin.ID}}, Grants: approval.StandingApprovals{Store: f.st, Max: time.Hour}})
+		Policy: approval.Policy{Admins: []string{gadmin.ID}}, Grants: approval.StandingApprovals{Store: f.st, Max: time.Hour, LookupBudget: time.Minute}})
 	hooked.before = func() {
 		// What the first revoke left when tombstoning failed: the record
 		// says revoked (the revokeGrant script ran), every copy is live.

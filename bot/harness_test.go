@@ -106,6 +106,9 @@ func newHarnessOn(t testing.TB, rdb redis.UniversalClient, prefix string, emu *s
 		// Listings answer in the ack however loaded the machine is; the
 		// slow path (response_url) is tested in handlers.
 		CommandBudget: guard,
+		// Every match of a new request against standing approvals
+		// finishes, however loaded the machine is.
+		GrantLookupBudget: guard,
 	}
 	for _, o := range opts {
 		o(&cfg, &deps)

@@ -58,6 +58,11 @@ type Deps struct {
 	// is acked with "working on it" (default 2s; tests on a loaded machine
 	// lengthen it so a listing always answers in its ack).
 	CommandBudget time.Duration
+	// GrantLookupBudget overrides how long matching a new request against
+	// the standing approvals may take before it is posted as usual
+	// (approval.StandingApprovals.LookupBudget, default 500ms; tests on a
+	// loaded machine lengthen it so every match finishes).
+	GrantLookupBudget time.Duration
 	// Now is the clock of intake, decisions and timers; it must be the
 	// store's (store.Options.Now). Default time.Now.
 	Now func() time.Time
@@ -120,8 +125,10 @@ func NewService(d Deps) (*Service, error) {
 	// One directory: the poster's lookups warm the cache authorization reads.
 	directory := NewDirectory(d.Slack, cfg.DirectoryCacheTTL, d.Registry)
 	reminders := aah.ReminderPlan{Every: cfg.ReminderInterval, Max: cfg.ReminderMax}
+	grants := cfg.StandingApprovals(d.Store)
+	grants.LookupBudget = d.GrantLookupBudget
 	decider := approval.New(d.Store, approval.Options{Now: d.Now, Policy: cfg.Policy(), Directory: directory,
-		Reminders: reminders, Metrics: d.Metrics.Decisions, Grants: cfg.StandingApprovals(d.Store),
+		Reminders: reminders, Metrics: d.Metrics.Decisions, Grants: grants,
 		// The timer kinds this service registers a job handler for, below.
 		TimerKinds: map[string]bool{store.JobExpire: true, store.JobEscalate: true, store.JobRemind: true}})
 	deliverer, err := webhook.NewDeliverer(webhook.DelivererOptions{

@@ -21,7 +21,10 @@ import (
 const tokenAdmin = "admin-token-0123456789abcdef"
 
 // grantAPI is an API whose core grants standing approvals (up to an hour)
-// and whose agents may hold maxOpen open requests each (0: no cap).
+// and whose agents may hold maxOpen open requests each (0: no cap). Its
+// matching of new requests against them has a minute, not the default
+// half second after which a request is posted as usual: the tests expect
+// every match to finish, on however busy a machine.
 func (e *env) grantAPI(maxOpen int) *api {
 	e.t.Helper()
 	reviewers, err := webhook.ParseReviewerTokens("U0ALICE:" + tokenAlice + ",U0BOB:" + tokenBob +
@@ -30,7 +33,7 @@ func (e *env) grantAPI(maxOpen int) *api {
 	approvers, err := webhook.ParseAgentApprovers([]string{"other:U0ALICE"})
 	mustNil(e.t, err)
 	core := approval.New(e.st, approval.Options{Now: e.now, Policy: approval.Policy{Admins: []string{"U0ADMIN"}},
-		Grants: approval.StandingApprovals{Store: e.st, Max: time.Hour}})
+		Grants: approval.StandingApprovals{Store: e.st, Max: time.Hour, LookupBudget: time.Minute}})
 	return e.api(func(o *webhook.Options) {
 		o.Lifecycle, o.Decisions, o.Reviewers, o.AgentApprovers = core, core, reviewers, approvers
 		o.Limits = webhook.Limits{MaxOpen: maxOpen}

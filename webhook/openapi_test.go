@@ -66,7 +66,7 @@ func (e *env) fullAPI(edit func(*webhook.Options)) *api {
 	approvers, err := webhook.ParseAgentApprovers([]string{"other:U0ALICE"})
 	mustNil(e.t, err)
 	core := approval.New(e.st, approval.Options{Now: e.now, Policy: approval.Policy{Admins: []string{"U0ADMIN"}},
-		Grants: approval.StandingApprovals{Store: e.st, Max: time.Hour}})
+		Grants: approval.StandingApprovals{Store: e.st, Max: time.Hour, LookupBudget: time.Minute}})
 	ctx, cancel := context.WithCancel(context.Background())
 	e.t.Cleanup(cancel)
 	hub := webhook.NewEventHub(ctx, e.st, e.st.SubscribeChanges(ctx), webhook.EventHubOptions{})
