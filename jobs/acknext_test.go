@@ -23,7 +23,11 @@ func TestRunnerToldByAnAckClaimsTheShardWhenItsNextJobIsDue(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			const poll = time.Hour // never reached
 			t0 := time.Now()
-			q := &ackQueue{due: map[string]time.Time{}, ran: make(chan string, 2), after: after}
+			q := newAckQueue(func(q *ackQueue, j store.Job) {
+				if j.ID == "k:req" {
+					q.add("k:req:next", time.Now().Add(after)) // its request's next job
+				}
+			})
 			r, stop := startRunner(t, q, poll)
 			defer stop()
 			synctest.Wait() // the first look: every shard, nothing there
@@ -50,16 +54,69 @@ func TestRunnerToldByAnAckClaimsTheShardWhenItsNextJobIsDue(t *testing.T) {
 	}
 }
 
-// ackQueue holds jobs of kind "k" with their due times, all in the shard of
-// request "req"; running "k:req" schedules "k:req:next" after that much.
+// A job whose ack tells its shard's next still leaves a job it made due in
+// another shard with no wake for it (a post leaving its channel's queue
+// hands the turn to the next post, wherever its job is) to the pass over
+// every shard, which comes as soon as fullPassEvery has passed: here at
+// once, the job having run longer than that.
+func TestRunnerToldByAnAckStillFindsAJobDueInAnotherShard(t *testing.T) {
+	t.Parallel()
+	other := func() string {
+		for i := 0; ; i++ {
+			if id := fmt.Sprintf("req-%d", i); store.ShardOf(id) != store.ShardOf("req") {
+				return id
+			}
+		}
+	}()
+	const run = 200 * time.Millisecond // longer than fullPassEvery
+	synctest.Test(t, func(t *testing.T) {
+		const poll = time.Hour // never reached
+		q := newAckQueue(func(q *ackQueue, j store.Job) {
+			if j.ID == "k:req" {
+				time.Sleep(run)
+				q.add("k:"+other, time.Now()) // with no wake for it
+			}
+		})
+		r, stop := startRunner(t, q, poll)
+		defer stop()
+		synctest.Wait() // the first look: every shard, nothing there
+		q.add("k:req", time.Now())
+		r.WakeFor("req")
+		if got := <-q.ran; got != "k:req" {
+			t.Fatalf("ran %q first", got)
+		}
+		end := time.Now().Add(run)
+		if got := <-q.ran; got != "k:"+other {
+			t.Fatalf("ran %q second", got)
+		}
+		if late := time.Since(end); late != 0 {
+			t.Errorf("the job made due in another shard ran %v after it was, want at once", late)
+		}
+	})
+}
+
+// ackQueue holds jobs of kind "k" ("k:<request id>[:…]") with their due
+// times, tells with each claim and each ack when the shard's next is due
+// (jobs.NextAcker), and is their handler: a run is reported on ran, then
+// does what then says.
 type ackQueue struct {
 	settlesQuietly
-	after time.Duration
+	then func(q *ackQueue, j store.Job)
 
 	mu     sync.Mutex
 	due    map[string]time.Time
 	claims []int
 	ran    chan string
+}
+
+func newAckQueue(then func(q *ackQueue, j store.Job)) *ackQueue {
+	return &ackQueue{then: then, due: map[string]time.Time{}, ran: make(chan string, 2)}
+}
+
+// requestOf is the request of job id.
+func requestOf(id string) string {
+	req, _, _ := strings.Cut(strings.TrimPrefix(id, "k:"), ":")
+	return req
 }
 
 func (q *ackQueue) add(id string, at time.Time) {
@@ -76,10 +133,11 @@ func (q *ackQueue) takeClaims() []int {
 	return out
 }
 
-// earliest is the earliest due time at or after from (zero: none).
-func (q *ackQueue) earliest(from time.Time) (at time.Time) {
-	for _, d := range q.due {
-		if !d.Before(from) && (at.IsZero() || d.Before(at)) {
+// earliest is the earliest due time of shard's jobs at or after from
+// (zero: none).
+func (q *ackQueue) earliest(shard int, from time.Time) (at time.Time) {
+	for id, d := range q.due {
+		if store.ShardOf(requestOf(id)) == shard && !d.Before(from) && (at.IsZero() || d.Before(at)) {
 			at = d
 		}
 	}
@@ -90,115 +148,10 @@ func (q *ackQueue) ClaimNext(_ context.Context, shard, max int, _ time.Duration)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.claims = append(q.claims, shard)
-	if shard != store.ShardOf("req") {
-		return nil, time.Time{}, nil
-	}
 	now := time.Now()
 	var out []store.Job
 	for id, d := range q.due {
-		if !d.After(now) && len(out) < max {
-			out = append(out, store.Job{ID: id, Kind: "k", RequestID: "req", Attempt: 1, Shard: shard, Due: d})
-			delete(q.due, id)
-		}
-	}
-	return out, q.earliest(now.Add(time.Nanosecond)), nil
-}
-
-func (q *ackQueue) Claim(ctx context.Context, shard, max int, lease time.Duration) ([]store.Job, error) {
-	jobs, _, err := q.ClaimNext(ctx, shard, max, lease)
-	return jobs, err
-}
-
-func (q *ackQueue) AckNext(context.Context, store.Job) (time.Time, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.earliest(time.Time{}), nil
-}
-
-func (q *ackQueue) Handle(_ context.Context, j store.Job) error {
-	if j.ID == "k:req" {
-		q.add("k:req:next", time.Now().Add(q.after))
-	}
-	q.ran <- j.ID
-	return nil
-}
-
-// A job whose ack tells its shard's next still leaves a job it made due in
-// another shard with no wake for it (a post leaving its channel's queue
-// hands the turn to the next post, wherever its job is) to the pass over
-// every shard, which comes as soon as fullPassEvery has passed: here at
-// once, the job having run longer than that.
-func TestRunnerToldByAnAckStillFindsAJobDueInAnotherShard(t *testing.T) {
-	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		const poll = time.Hour // never reached
-		q := &handOffQueue{due: map[string]time.Time{}, ran: make(chan string, 2)}
-		r, stop := startRunner(t, q, poll)
-		defer stop()
-		synctest.Wait() // the first look: every shard, nothing there
-		q.add("k:"+handOffFrom, time.Now())
-		r.WakeFor(handOffFrom)
-		if got := <-q.ran; got != "k:"+handOffFrom {
-			t.Fatalf("ran %q first", got)
-		}
-		end := time.Now().Add(handOffRun)
-		if got := <-q.ran; got != "k:"+handOffTo {
-			t.Fatalf("ran %q second", got)
-		}
-		if late := time.Since(end); late != 0 {
-			t.Errorf("the job made due in another shard ran %v after it was, want at once", late)
-		}
-	})
-}
-
-// handOffQueue: running k:<handOffFrom> takes handOffRun, then makes
-// k:<handOffTo>, in another shard, due with no wake. Its acks tell the
-// acked job's shard's next (jobs.NextAcker).
-type handOffQueue struct {
-	settlesQuietly
-	mu  sync.Mutex
-	due map[string]time.Time
-	ran chan string
-}
-
-const (
-	handOffFrom = "req"
-	handOffRun  = 200 * time.Millisecond
-)
-
-var handOffTo = func() string {
-	for i := 0; ; i++ {
-		if id := fmt.Sprintf("req-%d", i); store.ShardOf(id) != store.ShardOf(handOffFrom) {
-			return id
-		}
-	}
-}()
-
-func (q *handOffQueue) add(id string, at time.Time) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.due[id] = at
-}
-
-// earliest is the earliest due time of shard's jobs at or after from (zero:
-// none).
-func (q *handOffQueue) earliest(shard int, from time.Time) (at time.Time) {
-	for id, d := range q.due {
-		if store.ShardOf(strings.TrimPrefix(id, "k:")) == shard && !d.Before(from) && (at.IsZero() || d.Before(at)) {
-			at = d
-		}
-	}
-	return at
-}
-
-func (q *handOffQueue) ClaimNext(_ context.Context, shard, max int, _ time.Duration) ([]store.Job, time.Time, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	now := time.Now()
-	var out []store.Job
-	for id, d := range q.due {
-		req := strings.TrimPrefix(id, "k:")
-		if store.ShardOf(req) == shard && !d.After(now) && len(out) < max {
+		if req := requestOf(id); store.ShardOf(req) == shard && !d.After(now) && len(out) < max {
 			out = append(out, store.Job{ID: id, Kind: "k", RequestID: req, Attempt: 1, Shard: shard, Due: d})
 			delete(q.due, id)
 		}
@@ -206,22 +159,19 @@ func (q *handOffQueue) ClaimNext(_ context.Context, shard, max int, _ time.Durat
 	return out, q.earliest(shard, now.Add(time.Nanosecond)), nil
 }
 
-func (q *handOffQueue) Claim(ctx context.Context, shard, max int, lease time.Duration) ([]store.Job, error) {
+func (q *ackQueue) Claim(ctx context.Context, shard, max int, lease time.Duration) ([]store.Job, error) {
 	jobs, _, err := q.ClaimNext(ctx, shard, max, lease)
 	return jobs, err
 }
 
-func (q *handOffQueue) AckNext(_ context.Context, j store.Job) (time.Time, error) {
+func (q *ackQueue) AckNext(_ context.Context, j store.Job) (time.Time, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.earliest(j.Shard, time.Time{}), nil
 }
 
-func (q *handOffQueue) Handle(_ context.Context, j store.Job) error {
+func (q *ackQueue) Handle(_ context.Context, j store.Job) error {
 	q.ran <- j.ID
-	if j.RequestID == handOffFrom {
-		time.Sleep(handOffRun)
-		q.add("k:"+handOffTo, time.Now())
-	}
+	q.then(q, j)
 	return nil
 }
