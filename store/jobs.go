@@ -67,11 +67,18 @@ func (s *Store) ClaimNext(ctx context.Context, shard, max int, lease time.Durati
 	}
 	var next time.Time
 	if len(res)%3 == 1 {
-		if ms, _ := strconv.ParseFloat(fmt.Sprint(res[len(res)-1]), 64); ms > 0 {
-			next = fromScore(res[len(res)-1])
-		}
+		next = nextScore(res[len(res)-1])
 	}
 	return jobs, next, nil
+}
+
+// nextScore reads a script's "next job due" answer: a due score, or "-1"
+// (zero time) when the shard has none.
+func nextScore(v any) time.Time {
+	if ms, _ := strconv.ParseFloat(fmt.Sprint(v), 64); ms > 0 {
+		return fromScore(v)
+	}
+	return time.Time{}
 }
 
 // fromScore reads a due score (Unix ms, possibly with a fraction: intake
@@ -99,9 +106,7 @@ func (s *Store) AckNext(ctx context.Context, j Job) (next time.Time, err error) 
 	if err == nil && len(res) == 2 {
 		n, _ := res[0].(int64)
 		ok = int(n)
-		if ms, _ := strconv.ParseFloat(fmt.Sprint(res[1]), 64); ms >= 0 {
-			next = fromScore(res[1])
-		}
+		next = nextScore(res[1])
 	} else if err == nil {
 		err = fmt.Errorf("store: unexpected answer %v", res)
 	}
