@@ -10,8 +10,8 @@ import (
 
 // Withdraw marks an open request withdrawn on behalf of its agent (the
 // API's DELETE). Its message is scheduled for an update, or its post
-// cancelled if it was never posted; closing cancels its timers (the store
-// does that with every close). A request that already left the open states
+// cancelled if no attempt at it began; closing cancels its timers (the
+// store does that with every close). A request that already left the open states
 // is store.ErrNotOpen, returned with the record as it is.
 func (c *Core) Withdraw(ctx context.Context, id string) (store.Record, error) {
 	var closed store.Record
@@ -24,7 +24,11 @@ func (c *Core) Withdraw(ctx context.Context, id string) (store.Record, error) {
 			Status: aah.StatusWithdrawn, Bump: true, WithdrawnAt: c.now(),
 			Audit: []store.AuditEvent{{Event: "withdrawn", Actor: "agent:" + rec.Agent}},
 		}
-		if !rec.Posted() {
+		if !rec.Posted() && rec.Slack.Attempts == 0 {
+			// Once an attempt began, Slack may hold its message with the
+			// answer lost: the post job's retry then looks for it, adopts
+			// it and the sync shows the withdrawal (closedBeforeRecorded);
+			// cancelled, nothing would, and it kept its live buttons.
 			ch.Cancel = []string{store.JobID(store.JobPost, id)}
 		}
 		return ch, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/internal/slackemu"
+	"github.com/approvalbot/approvalbot/store"
 )
 
 func TestAgentsMustAuthenticate(t *testing.T) {
@@ -172,6 +173,38 @@ func TestWithdrawBeforePostCancelsIt(t *testing.T) {
 	}
 	if st := h.get("aah_decision_abc123")["slack"].(map[string]any)["state"]; st != "cancelled" {
 		t.Errorf("slack state = %v, want cancelled", st)
+	}
+}
+
+// A post that reached Slack with its answer lost (a 502 after acting), then
+// a withdrawal before the post's retry: the retry is not cancelled with the
+// post, so it finds the message, adopts it and the sync shows the request
+// withdrawn. Cancelled, the message kept its live buttons, unrecorded.
+func TestWithdrawAfterALostPostAnswerAdoptsTheMessage(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	id := h.accept(exampleWith(t, "lost-then-withdrawn", setChannel("C0APPROVALS")))
+	job := store.Job{ID: store.JobID(store.JobPost, id), Kind: store.JobPost, RequestID: id, Attempt: 1}
+	h.emu.InjectFailAfterEffect("chat.postMessage", http.StatusBadGateway, 1)
+	if err := h.newWorker(h.slackClient(), h.store, time.Minute).Handle(ctxTimeout(t, guard), job); err == nil {
+		t.Fatal("first attempt: no error, want Slack's lost answer")
+	}
+	if msgs := h.emu.Messages("C0APPROVALS"); len(msgs) != 1 || h.record(id).Posted() {
+		t.Fatalf("after the lost answer: %d messages, recorded %v; want 1, unrecorded", len(msgs), h.record(id).Posted())
+	}
+	if r := h.do(http.MethodDelete, "/v1/requests/"+id, tokenPM, "", nil); r.Status != http.StatusOK {
+		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+	}
+	h.startJobs()
+	h.waitIdle()
+	m := h.emu.Messages("C0APPROVALS")[0]
+	rec := h.record(id)
+	if !rec.Posted() || m.Edited == 0 || hasControls(m) {
+		t.Errorf("request is %s; its message in Slack: recorded %v, edited %d times, live controls %v, text %q; "+
+			"want it adopted and updated to show the withdrawal", rec.Status, rec.Posted(), m.Edited, hasControls(m), m.Text)
+	}
+	if n := len(h.emu.CallsTo("chat.postMessage")); n != 1 {
+		t.Errorf("%d chat.postMessage calls, want the one whose answer was lost", n)
 	}
 }
 
