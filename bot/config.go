@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -140,6 +141,10 @@ type Config struct {
 // LocalDefaultChannel is where local mode posts when no channel is configured.
 const LocalDefaultChannel = "#approvals"
 
+// LocalListenAddr is LISTEN_ADDR's default in local mode: loopback only.
+// (With SLACK_BOT_TOKEN the default is ":8080", every interface.)
+const LocalListenAddr = "127.0.0.1:8080"
+
 // LocalSigningSecret verifies Slack requests in local mode when
 // SLACK_SIGNING_SECRET is unset; the local sandbox signs with it. Public.
 const LocalSigningSecret = "approvalbot-local-signing-secret"
@@ -156,6 +161,11 @@ func LoadConfig() (Config, error) {
 		return Config{}, fmt.Errorf("read configuration: %w", err)
 	}
 	if c.LocalMode() {
+		if _, set := os.LookupEnv("LISTEN_ADDR"); !set {
+			// Anyone who reaches a local bot can act as any member of its
+			// sandbox: other machines are kept out unless asked for.
+			c.ListenAddr = LocalListenAddr
+		}
 		if c.SlackDefaultChannel == "" {
 			c.SlackDefaultChannel = LocalDefaultChannel
 		}

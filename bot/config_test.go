@@ -1,6 +1,7 @@
 package bot_test
 
 import (
+	"encoding/base64"
 	"os"
 	"strings"
 	"testing"
@@ -20,9 +21,47 @@ func TestConfigWithNothingSetRunsLocally(t *testing.T) {
 	if !cfg.LocalMode() || !cfg.EmbeddedRedis() {
 		t.Errorf("local=%v embedded=%v, want both", cfg.LocalMode(), cfg.EmbeddedRedis())
 	}
-	if cfg.ListenAddr != ":8080" || cfg.SlackDefaultChannel != "#approvals" || !cfg.CallbackAllowPrivate ||
+	if cfg.ListenAddr != bot.LocalListenAddr || cfg.SlackDefaultChannel != "#approvals" || !cfg.CallbackAllowPrivate ||
 		cfg.SlackPostInterval != time.Second || cfg.IntakeMaxBodyBytes != 1<<20 {
 		t.Errorf("unexpected defaults: %+v", cfg)
+	}
+}
+
+// Local mode listens on loopback unless LISTEN_ADDR says otherwise: anyone
+// who reaches it can act as any member of its sandbox. With a bot token the
+// default is every interface.
+func TestConfigListenAddrDefaults(t *testing.T) {
+	clearEnv(t)
+	for _, tc := range []struct {
+		name, token, listen string
+		set                 bool
+		want                string
+	}{
+		{"local mode", "", "", false, "127.0.0.1:8080"},
+		{"local mode, asked for every interface", "", ":8080", true, ":8080"},
+		{"production", "xoxb-1", "", false, ":8080"},
+		{"production, asked for one", "xoxb-1", "10.0.0.5:9000", true, "10.0.0.5:9000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clearEnv(t)
+			if tc.token != "" {
+				t.Setenv("SLACK_BOT_TOKEN", tc.token)
+				t.Setenv("SLACK_SIGNING_SECRET", "a-real-signing-secret")
+				t.Setenv("INTAKE_TOKENS", "pm:"+strings.Repeat("t", 32))
+				t.Setenv("CALLBACK_SECRET", "whsec_"+base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32))))
+				t.Setenv("REDIS_URL", "redis://127.0.0.1:6379/0")
+			}
+			if tc.set {
+				t.Setenv("LISTEN_ADDR", tc.listen)
+			}
+			cfg, err := bot.LoadConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.ListenAddr != tc.want {
+				t.Errorf("LISTEN_ADDR = %q, want %q", cfg.ListenAddr, tc.want)
+			}
+		})
 	}
 }
 

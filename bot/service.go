@@ -268,10 +268,17 @@ func NewService(d Deps) (*Service, error) {
 	mux.Handle("/mcp", mcp)
 	observed := observeHTTP(newHTTPMetrics(d.Registry), d.Logger.With("component", "http"), recoverPanics(d.Logger, mux))
 	self = observed
-	svc := &Service{deps: d, runner: runner, async: async, handler: observed, socket: socket,
+	handler := http.Handler(observed)
+	if cfg.LocalMode() {
+		handler = localGuard(observed) // web pages must not act as the sandbox's members
+	}
+	svc := &Service{deps: d, runner: runner, async: async, handler: handler, socket: socket,
 		auth: auth, stopChanges: stopChanges, drain: drain, mcp: mcp}
 	if d.Sandbox != nil {
-		d.Sandbox.Attach(svc.handler)
+		// In process, past localGuard: the page's own requests were
+		// checked as they came in, and its signed Slack requests carry
+		// their context (a loopback address) but not a loopback Host.
+		d.Sandbox.Attach(observed)
 	}
 	return svc, nil
 }

@@ -111,6 +111,10 @@ func NewSlack(cfg bot.Config, m *bot.Metrics, log *slog.Logger, logOut io.Writer
 	log.Warn("SLACK_BOT_TOKEN is not set: LOCAL MODE. Messages go to the built-in Slack emulator, "+
 		"not to Slack; each one is printed below. Open the sandbox to see them as Slack would and answer them.",
 		"sandbox", sandboxURL+"/", "default_channel", cfg.SlackDefaultChannel)
+	if host, _, err := net.SplitHostPort(cfg.ListenAddr); err != nil || !loopbackAddr(host) {
+		log.Warn("LISTEN_ADDR is not a loopback address: other machines can reach this local bot, and anyone who "+
+			"does can act as any member of its sandbox; use it on a trusted network only", "listen_addr", cfg.ListenAddr)
+	}
 	fmt.Fprintf(logOut, "\n  ▶ Local sandbox: %s/\n    a browser Slack workspace to watch and answer approvalbot's messages; "+
 		"its callback inbox is %s/inbox\n\n", sandboxURL, sandboxURL)
 	httpClient := emu.Client()
@@ -137,8 +141,18 @@ func BaseURL(listenAddr string) string {
 	if err != nil {
 		return "http://localhost:8080"
 	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "localhost"
+	if host == "" || host == "0.0.0.0" || host == "::" || host == "127.0.0.1" {
+		host = "localhost" // (local mode's default is 127.0.0.1:8080)
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// loopbackAddr reports whether a listen address's host is loopback only
+// ("" and wildcards are every interface).
+func loopbackAddr(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

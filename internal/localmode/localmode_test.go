@@ -96,7 +96,7 @@ func TestBaseURL(t *testing.T) {
 	t.Parallel()
 	for addr, want := range map[string]string{
 		":8080": "http://localhost:8080", "0.0.0.0:9000": "http://localhost:9000", "[::]:80": "http://localhost:80",
-		"127.0.0.1:8081": "http://127.0.0.1:8081", "not an address": "http://localhost:8080",
+		"127.0.0.1:8081": "http://localhost:8081", "192.0.2.7:8080": "http://192.0.2.7:8080", "not an address": "http://localhost:8080",
 	} {
 		if got := localmode.BaseURL(addr); got != want {
 			t.Errorf("BaseURL(%q) = %q, want %q", addr, got, want)

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -231,8 +232,15 @@ func (sb *Sandbox) decodeActor(w http.ResponseWriter, r *http.Request, req inter
 	return u, ok
 }
 
-// decode reads a JSON request body from the page.
+// decode reads a JSON request body from the page. The body must say it is
+// JSON: a browser sends a cross-origin POST of any other type (text/plain, a
+// form) without asking the server first, and the page API acts as any
+// member (the service refuses cross-origin requests too: bot.localGuard).
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "Content-Type must be application/json"})
+		return false
+	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err := dec.Decode(v); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad request: " + err.Error()})

@@ -432,6 +432,7 @@ func TestNewValidates(t *testing.T) {
 	}
 	// Before Attach, actions fail as Slack's do when the app is down.
 	req, _ := http.NewRequest(http.MethodPost, "/api/home", strings.NewReader(`{"user":"U0ALICE"}`))
+	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	sb.ServeHTTP(rec, req)
 	if !strings.Contains(rec.Body.String(), "dispatch_failed") {
