@@ -1,15 +1,19 @@
 package bot_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/approvalbot/approvalbot/internal/slackemu"
 	"github.com/approvalbot/approvalbot/store"
+	"github.com/approvalbot/approvalbot/store/redistest"
+	"github.com/slack-go/slack"
 )
 
 func TestAgentsMustAuthenticate(t *testing.T) {
@@ -286,5 +290,44 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 	h.waitSlackReady()
 	if r := h.do(http.MethodGet, "/readyz", "", "", nil); r.Status != http.StatusOK || r.json(t)["slack"] != "ok" {
 		t.Errorf("/readyz: %d %s", r.Status, r.Body)
+	}
+}
+
+// gatedLookup holds the first users.lookupByEmail (a post resolving the
+// reviewers it mentions, before it counts its attempt) until released.
+type gatedLookup struct {
+	*slack.Client
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (g *gatedLookup) GetUserByEmailContext(ctx context.Context, email string) (*slack.User, error) {
+	g.once.Do(func() { close(g.entered); <-g.release })
+	return g.Client.GetUserByEmailContext(ctx, email)
+}
+
+// A withdrawal that lands while the post job is under way, after it read
+// the request open and before it counted its attempt, stops the post: the
+// attempt is counted only while the request is open, in one step. The
+// message was posted with live buttons, then updated to say withdrawn.
+func TestWithdrawDuringThePostsRunPostsNothing(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Client(t)
+	emu := slackemu.New(slackemu.Options{})
+	gate := &gatedLookup{Client: emuClient(emu), entered: make(chan struct{}), release: make(chan struct{})}
+	h := newHarnessOn(t, rdb, prefix, emu, func(_ *configT, d *depsT) { d.Slack = gate })
+	id := h.accept(simple(t, "withdrawn-mid-post", []string{"alice@example.com"}, "C0APPROVALS"))
+	h.startJobs()
+	<-gate.entered // the post job read the request open and is resolving its reviewers
+	if r := h.do(http.MethodDelete, "/v1/requests/"+id, tokenPM, "", nil); r.Status != http.StatusOK {
+		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+	}
+	close(gate.release)
+	h.waitIdle()
+	if n := len(h.emu.CallsTo("chat.postMessage")); n != 0 {
+		t.Errorf("%d chat.postMessage calls for a request withdrawn before its attempt was counted", n)
+	}
+	if st := h.get(id)["slack"].(map[string]any)["state"]; st != "cancelled" {
+		t.Errorf("slack state = %v, want cancelled", st)
 	}
 }

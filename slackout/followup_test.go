@@ -50,7 +50,7 @@ func (s *postStore) PullPostJob(context.Context, string, time.Time) error       
 func (s *postStore) ReturnPostTurn(context.Context, store.PostTurn, time.Duration) error { return nil }
 func (s *postStore) LeavePostQueue(context.Context, store.PostTurn) error                { return nil }
 func (s *postStore) SetMentions(context.Context, string, []string, ...string) error      { return nil }
-func (s *postStore) BeginPost(context.Context, string) (store.Attempt, error) {
+func (s *postStore) BeginPost(context.Context, string, bool) (store.Attempt, error) {
 	return store.Attempt{N: 1}, nil
 }
 func (s *postStore) AbandonPost(context.Context, string) error { return nil }

@@ -97,11 +97,23 @@ func (h postJob) Handle(ctx context.Context, j store.Job) (err error) {
 		}
 	}
 	rec.Mentions = mentions
-	att, err := p.opts.Store.BeginPost(ctx, rec.ID)
+	// Only while the request is still open (unless a standing approval
+	// closed it as it arrived: that notice is posted): one withdrawn since
+	// it was read above is not posted, its message never shown live.
+	att, err := p.opts.Store.BeginPost(ctx, rec.ID, rec.Status.Open())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	} else if err != nil {
 		return err
+	}
+	if att.Closed {
+		// Its turn ends as this run does (the deferred endTurn). An
+		// earlier attempt may still have reached Slack: look for it.
+		rec, err := p.opts.Store.Get(ctx, rec.ID)
+		if err != nil {
+			return err
+		}
+		return p.closedBeforeRecorded(ctx, rec)
 	}
 	if att.Done {
 		p.opts.Metrics.posts.WithLabelValues("skipped").Inc()

@@ -39,7 +39,7 @@ type Store interface {
 
 	// The request's own message: exactly once (store/sideeffects.go),
 	// paced per channel in arrival order (store/pace.go), and kept in sync.
-	BeginPost(ctx context.Context, id string) (store.Attempt, error)
+	BeginPost(ctx context.Context, id string, ifOpen bool) (store.Attempt, error)
 	AbandonPost(ctx context.Context, id string) error
 	RecordPost(ctx context.Context, id, channel, ts string, renderedVersion int64, sweepAt time.Time) error
 	NoteChannelID(ctx context.Context, name, id string) error

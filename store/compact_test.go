@@ -82,7 +82,7 @@ func testCompactRequest(t *testing.T, f retentionFixture) {
 		}
 	}
 	// Posted at the first attempt: no sweep will need the attempt count.
-	if _, err := s.BeginPost(f.ctx, id); err != nil {
+	if _, err := s.BeginPost(f.ctx, id, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RecordPost(f.ctx, id, "C0APPROVALS", "1700000000.000100", 1, clk.Now()); err != nil {

@@ -66,7 +66,10 @@ type Attempt struct {
 	// Done means a message is recorded already (Copy; for the request's
 	// own message, Record.Slack): send nothing.
 	Done bool
-	Copy Copy
+	// Closed means the request closed since the caller read it (BeginPost
+	// with ifOpen): no attempt was counted; send nothing.
+	Closed bool
+	Copy   Copy
 }
 
 // Copy is one recorded message of a request besides its own.
@@ -99,26 +102,40 @@ type CopyState struct {
 //
 //	KEYS[1] -> <p>:{sNN}:req:<id>
 //	ARGV[1] -> now, Unix ms
+//	ARGV[2] -> "1": only while the request is open (pending, partial,
+//	           escalated); "0": whatever its status
 //
 // Returns {-1, 0} when the request does not exist, {0, 0} when its message
-// is recorded, else {attempts started, first attempt ms}.
+// is recorded, {-2, 0} when ARGV[2] is "1" and it is closed, else
+// {attempts started, first attempt ms}.
 var beginPost = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0} end
-local ts = redis.call('HGET', KEYS[1], 'slack_ts')
-if ts and ts ~= '' then return {0, 0} end
+local h = redis.call('HMGET', KEYS[1], 'slack_ts', 'status')
+if h[1] and h[1] ~= '' then return {0, 0} end
+if ARGV[2] == '1' and h[2] ~= 'pending' and h[2] ~= 'partial' and h[2] ~= 'escalated' then return {-2, 0} end
 local n = redis.call('HINCRBY', KEYS[1], 'post_attempts', 1)
 if n == 1 then redis.call('HSET', KEYS[1], 'post_first_ms', ARGV[1]) end
 return {n, tonumber(redis.call('HGET', KEYS[1], 'post_first_ms'))}
 `)
 
 // BeginPost counts an attempt at posting request id's message, before the
-// Slack call. ErrNotFound when the request is gone.
-func (s *Store) BeginPost(ctx context.Context, id string) (Attempt, error) {
-	res, err := beginPost.Run(ctx, s.rdb, []string{s.keys.request(id)}, s.nowMs()).Int64Slice()
+// Slack call. ErrNotFound when the request is gone. With ifOpen, a request
+// closed meanwhile (withdrawn, say, since the caller read it open) counts
+// nothing and is Attempt.Closed: checked with the count, so a close either
+// comes first and nothing is posted, or finds the attempt counted and
+// leaves its post job to adopt what it may have sent (approval.Withdraw).
+func (s *Store) BeginPost(ctx context.Context, id string, ifOpen bool) (Attempt, error) {
+	open := "0"
+	if ifOpen {
+		open = "1"
+	}
+	res, err := beginPost.Run(ctx, s.rdb, []string{s.keys.request(id)}, s.nowMs(), open).Int64Slice()
 	if err != nil {
 		return Attempt{}, fmt.Errorf("store: begin post of %s: %w", id, err)
 	}
 	switch {
+	case res[0] == -2:
+		return Attempt{Closed: true}, nil
 	case res[0] < 0:
 		return Attempt{}, ErrNotFound
 	case res[0] == 0:

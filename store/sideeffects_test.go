@@ -18,7 +18,7 @@ func TestSweepWaitsForTheLatestOverlap(t *testing.T) {
 			f := newFixture(t, b)
 			rec := f.mustCreate(t, newReq("sweep-late", "agent"))
 			for range 2 {
-				if _, err := f.s.BeginPost(f.ctx, rec.ID); err != nil {
+				if _, err := f.s.BeginPost(f.ctx, rec.ID, true); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := f.s.BeginCopy(f.ctx, rec.ID, "remind:1:U0ALICE"); err != nil {
@@ -52,4 +52,33 @@ func containsSweep(jobs []store.Job, id string) bool {
 		}
 	}
 	return false
+}
+
+// BeginPost counts an attempt only while the request is open when asked
+// to (the post job, which read it open), so a withdrawal either comes
+// first and nothing is posted, or finds the attempt counted (and leaves
+// the post job to adopt what it may have sent). A standing approval's
+// notice of a request closed as it arrived is counted whatever the status.
+func TestBeginPostOnlyWhileOpen(t *testing.T) {
+	t.Parallel()
+	for name, b := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b)
+			rec := f.mustCreate(t, newReq("begin-open", "agent"))
+			if att, err := f.s.BeginPost(f.ctx, rec.ID, true); err != nil || att.Closed || att.N != 1 {
+				t.Fatalf("open request: %+v %v", att, err)
+			}
+			f.mustWithdraw(t, rec.ID)
+			if att, err := f.s.BeginPost(f.ctx, rec.ID, true); err != nil || !att.Closed || att.N != 0 {
+				t.Errorf("withdrawn request, only while open: %+v %v; want Closed and nothing counted", att, err)
+			}
+			if got := f.mustGet(t, rec.ID).Slack.Attempts; got != 1 {
+				t.Errorf("attempts = %d after the refused begin, want 1", got)
+			}
+			if att, err := f.s.BeginPost(f.ctx, rec.ID, false); err != nil || att.Closed || att.N != 2 {
+				t.Errorf("withdrawn request, whatever its status: %+v %v; want the second attempt", att, err)
+			}
+		})
+	}
 }
