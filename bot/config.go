@@ -261,9 +261,21 @@ func (c *Config) validate() error {
 		if c.CallbackSecret == LocalCallbackSecret {
 			add("CALLBACK_SECRET is the public local-mode secret; generate your own for production")
 		}
+		if c.SlackSigningSecret == LocalSigningSecret {
+			// Published with the code: anyone could sign /slack/* requests
+			// as any Slack user.
+			add("SLACK_SIGNING_SECRET is the public local-mode secret; use your Slack app's signing secret")
+		}
 	}
 	if c.RequireRedis && c.EmbeddedRedis() {
 		add("REDIS_URL must name a real Redis with REQUIRE_REDIS=true (got %q): the embedded in-memory store is refused", c.RedisURL)
+	}
+	if c.RequireRedis && c.LocalMode() {
+		// Deployments set REQUIRE_REDIS: a lost SLACK_BOT_TOKEN must fail
+		// the start, not serve the sandbox, accept the public signing secret
+		// and call back private addresses, on the production Redis.
+		add("SLACK_BOT_TOKEN is required with REQUIRE_REDIS=true (a deployment): without it the bot would start in " +
+			"local mode, with the built-in Slack emulator and sandbox")
 	}
 	c.validateAdminAddr(add)
 	if c.ShutdownDrainDelay < 0 || c.ShutdownDrainDelay > time.Minute {

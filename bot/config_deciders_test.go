@@ -14,7 +14,7 @@ func TestConfigDecidersAreCheckedAtStart(t *testing.T) {
 	for _, tc := range []struct {
 		name, reviewers, approvers, want string
 	}{
-		{"not a user id", "alice:" + secret, "", `REVIEWER_TOKENS: "alice" is not a Slack user id`},
+		{"not a user id", "alice:" + secret, "", "REVIEWER_TOKENS: entry 1 does not start with a Slack user id"},
 		{"short token", "U0ALICE:short", "", "REVIEWER_TOKENS: a token of U0ALICE is shorter than 16 characters"},
 		{"no token", "U0ALICE", "", "REVIEWER_TOKENS: entry"},
 		{"shared with an agent", "U0ALICE:" + secret + "pm", "", "REVIEWER_TOKENS and INTAKE_TOKENS share a token"},

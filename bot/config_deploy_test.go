@@ -22,7 +22,8 @@ func clearDeployEnv(t *testing.T) {
 // REQUIRE_REDIS=true, as deploy/compose.yaml and the Helm chart set it,
 // refuses the embedded store in every mode: REDIS_URL unset or memory://,
 // with or without a bot token, so a lost variable fails the start instead
-// of keeping production state in memory. A real REDIS_URL passes.
+// of keeping production state in memory. A real REDIS_URL passes, with a
+// bot token: without one (a lost secret) local mode is refused too.
 func TestConfigRequireRedisRefusesTheEmbeddedStore(t *testing.T) {
 	production := map[string]string{"SLACK_BOT_TOKEN": "xoxb-1-2-3", "SLACK_SIGNING_SECRET": "secret",
 		"INTAKE_TOKENS": "planner:0123456789abcdef0123", "CALLBACK_SECRET": "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
@@ -44,7 +45,14 @@ func TestConfigRequireRedisRefusesTheEmbeddedStore(t *testing.T) {
 				t.Errorf("%s mode, REDIS_URL=%q, REQUIRE_REDIS=true: %v; want the embedded store refused", mode, redisURL, err)
 			}
 			t.Setenv("REDIS_URL", "redis://redis:6379/0")
-			if cfg, err := bot.LoadConfig(); err != nil || !cfg.RequireRedis || cfg.EmbeddedRedis() {
+			cfg, err := bot.LoadConfig()
+			if mode == "local" {
+				// A deployment that lost its bot token: refused, not run
+				// in local mode on the production Redis.
+				if err == nil || !strings.Contains(err.Error(), "SLACK_BOT_TOKEN is required with REQUIRE_REDIS=true") {
+					t.Errorf("local mode, a real REDIS_URL with REQUIRE_REDIS=true: %v; want local mode refused", err)
+				}
+			} else if err != nil || !cfg.RequireRedis || cfg.EmbeddedRedis() {
 				t.Errorf("%s mode, a real REDIS_URL with REQUIRE_REDIS=true: %v", mode, err)
 			}
 		}
@@ -64,5 +72,20 @@ func TestConfigShutdownDrainDelay(t *testing.T) {
 		if ok != (err == nil) || (!ok && !strings.Contains(err.Error(), "SHUTDOWN_DRAIN_DELAY")) {
 			t.Errorf("SHUTDOWN_DRAIN_DELAY=%s: %v", value, err)
 		}
+	}
+}
+
+// The public local-mode signing secret is refused with a bot token, as the
+// public callback secret is: anyone could sign /slack/* requests with it
+// (in Socket Mode too, where any signing secret serves /slack/*).
+func TestConfigProductionRefusesThePublicLocalSigningSecret(t *testing.T) {
+	clearDeployEnv(t)
+	for k, v := range map[string]string{"SLACK_BOT_TOKEN": "xoxb-1-2-3", "SLACK_APP_TOKEN": "xapp-1-2-3",
+		"SLACK_SIGNING_SECRET": bot.LocalSigningSecret, "INTAKE_TOKENS": "planner:0123456789abcdef0123",
+		"REDIS_URL": "redis://127.0.0.1:6379/0", "CALLBACK_SECRET": "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="} {
+		t.Setenv(k, v)
+	}
+	if _, err := bot.LoadConfig(); err == nil || !strings.Contains(err.Error(), "SLACK_SIGNING_SECRET is the public local-mode secret") {
+		t.Fatalf("production with the public local signing secret: %v; want it refused", err)
 	}
 }

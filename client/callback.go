@@ -155,7 +155,9 @@ func (v *verifier) check(body []byte, h http.Header) error {
 	}
 	id, ts := h.Get(standardwebhooks.HeaderWebhookID), h.Get(standardwebhooks.HeaderWebhookTimestamp)
 	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
+	if err != nil || ts != strconv.FormatInt(sec, 10) {
+		// The signature covers the number, not how the header writes it:
+		// "0…" or "+…" would sign alike and pass as a new message.
 		return standardwebhooks.ErrInvalidHeaders
 	}
 	now := v.now()

@@ -178,3 +178,39 @@ func TestCallbackHandlerRefusesABadSecret(t *testing.T) {
 	}()
 	client.CallbackHandler("not base64 !", func(context.Context, *aah.Response) error { return nil })
 }
+
+// A captured delivery replayed with its timestamp written another way ("0…",
+// "+…": the signature covers the number, not its text) is refused, and the
+// function runs once.
+func TestCallbackReplayWithRewrittenTimestampIsRefused(t *testing.T) {
+	calls := 0
+	h := client.CallbackHandler(testSecret, func(ctx context.Context, r *aah.Response) error {
+		calls++
+		return nil
+	})
+	body := sampleResponse(t)
+	now := time.Now()
+	captured := signed(t, testSecret, "msg_replay", now, body)
+	serve := func(ts string) int {
+		r := signedWithBody(captured, body)
+		r.Header.Set(standardwebhooks.HeaderWebhookTimestamp, ts)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	orig := strconv.FormatInt(now.Unix(), 10)
+	if got := serve(orig); got != http.StatusNoContent {
+		t.Fatalf("original delivery: %d", got)
+	}
+	if got := serve(orig); got != http.StatusConflict {
+		t.Fatalf("byte-for-byte replay: %d, want 409", got)
+	}
+	for _, ts := range []string{"0" + orig, "00" + orig, "+" + orig} {
+		if got := serve(ts); got == http.StatusNoContent {
+			t.Errorf("replay with webhook-timestamp %q accepted", ts)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("the callback function ran %d times for one delivery", calls)
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -172,6 +173,14 @@ type tools struct {
 func fieldError(field, msg string) error { return fmt.Errorf("invalid arguments: %s: %s", field, msg) }
 
 func (t *tools) requestDecision(ctx context.Context, req *mcp.CallToolRequest, in RequestDecisionInput) (*mcp.CallToolResult, DecisionOutput, error) {
+	// As /v1 refuses it: in was decoded with U+FFFD for what is not
+	// well-formed Unicode, and would reach /v1 as clean, other text. The
+	// arguments as sent (HTTP and stdio alike) still hold it.
+	if req.Params != nil {
+		if err := aah.CheckUnicode(req.Params.Arguments); err != nil {
+			return nil, DecisionOutput{}, fieldError("arguments", err.Error())
+		}
+	}
 	c, err := t.clientFor(ctx, req)
 	if err != nil {
 		return nil, DecisionOutput{}, err

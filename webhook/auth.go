@@ -32,20 +32,24 @@ type tokenEntry struct {
 func ParseTokens(spec string) (Tokens, error) {
 	var t Tokens
 	seen := map[string]bool{}
-	for _, pair := range strings.Split(spec, ",") {
+	for i, pair := range strings.Split(spec, ",") {
 		pair = strings.TrimSpace(pair)
 		if pair == "" {
 			continue
 		}
+		// Until an entry is known to be name:token, its parts are not
+		// quoted: one missing its ':', or written the other way round,
+		// would print the token. The entry's position says which it is.
 		name, token, ok := strings.Cut(pair, ":")
 		if !ok || token == "" {
-			return Tokens{}, fmt.Errorf("INTAKE_TOKENS: entry %q is not name:token", redact(pair))
+			return Tokens{}, fmt.Errorf("INTAKE_TOKENS: entry %d is not name:token (a ':' between them)", i+1)
 		}
 		if !agentNamePattern.MatchString(name) {
-			return Tokens{}, fmt.Errorf("INTAKE_TOKENS: agent name %q must be 1-64 letters, digits, _ . -", name)
+			return Tokens{}, fmt.Errorf("INTAKE_TOKENS: entry %d: the agent name must be 1-64 letters, digits, _ . -", i+1)
 		}
 		if len(token) < 16 {
-			return Tokens{}, fmt.Errorf("INTAKE_TOKENS: the token of %q is shorter than 16 characters", name)
+			return Tokens{}, fmt.Errorf("INTAKE_TOKENS: entry %d: its token is shorter than 16 characters "+
+				"(or the entry is token:name, the wrong way round)", i+1)
 		}
 		if seen[name] {
 			return Tokens{}, fmt.Errorf("INTAKE_TOKENS: agent %q is listed twice", name)
@@ -63,12 +67,6 @@ func (t Tokens) Has(agent string) bool {
 
 // Len is the number of configured tokens.
 func (t Tokens) Len() int { return len(t.entries) }
-
-// redact hides the token part of a name:token pair for error messages.
-func redact(pair string) string {
-	name, _, _ := strings.Cut(pair, ":")
-	return name + ":…"
-}
 
 var errUnauthorized = errors.New("missing or invalid bearer token")
 

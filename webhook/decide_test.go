@@ -245,13 +245,34 @@ func TestDecideThroughTheAPI(t *testing.T) {
 	}
 }
 
+// INTAKE_TOKENS errors name the entry by its position, never quoting a part
+// that may be the token: an entry missing its ':' (or with '=' instead), or
+// written token:name, would have printed it into the start-up log.
+func TestIntakeTokenErrorsNeverQuoteAToken(t *testing.T) {
+	t.Parallel()
+	for spec, want := range map[string]string{
+		tokenAlice: "entry 1 is not name:token",
+		"pm:" + tokenPM + ",planner=" + tokenAlice: "entry 2 is not name:token",
+		tokenAlice + ":planner":                    "entry 1: its token is shorter than 16 characters",
+		"pm:" + tokenPM + ",pm:" + tokenAlice:      `agent "pm" is listed twice`,
+		"bad name:" + tokenAlice:                   "entry 1: the agent name must be",
+	} {
+		_, err := webhook.ParseTokens(spec)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), tokenAlice) {
+			t.Errorf("%q: %v, want %q and no token", strings.ReplaceAll(spec, tokenAlice, "<token>"), err, want)
+		}
+	}
+}
+
 // Configuration errors name the setting and never quote a token.
 func TestReviewerTokensAndApprovers(t *testing.T) {
 	t.Parallel()
 	for spec, want := range map[string]string{
-		"U0ALICE":             "not <Slack user id>:<token>",
-		"alice:" + tokenAlice: `"alice" is not a Slack user id`,
-		"U0ALICE:short":       "shorter than 16",
+		"U0ALICE":               "not <Slack user id>:<token>",
+		"alice:" + tokenAlice:   "entry 1 does not start with a Slack user id",
+		tokenAlice + ":U0ALICE": "entry 1 does not start with a Slack user id", // the other way round
+		"U0ALICE=" + tokenAlice: "entry 1 is not <Slack user id>:<token>",
+		"U0ALICE:short":         "shorter than 16",
 		"U0ALICE:" + tokenAlice + ",U0BOB:" + tokenAlice: "listed twice",
 	} {
 		_, err := webhook.ParseReviewerTokens(spec)

@@ -24,17 +24,20 @@ type Reviewers struct {
 func ParseReviewerTokens(spec string) (Reviewers, error) {
 	var rv Reviewers
 	seen := map[[32]byte]bool{}
-	for _, pair := range strings.Split(spec, ",") {
+	for i, pair := range strings.Split(spec, ",") {
 		pair = strings.TrimSpace(pair)
 		if pair == "" {
 			continue
 		}
+		// As in ParseTokens, an entry's parts are quoted only once it is
+		// known to be user:token (position, not content, names it).
 		user, token, ok := strings.Cut(pair, ":")
 		if !ok || token == "" {
-			return Reviewers{}, fmt.Errorf("REVIEWER_TOKENS: entry %q is not <Slack user id>:<token>", redact(pair))
+			return Reviewers{}, fmt.Errorf("REVIEWER_TOKENS: entry %d is not <Slack user id>:<token> (a ':' between them)", i+1)
 		}
 		if !aah.IsSlackUserID(user) {
-			return Reviewers{}, fmt.Errorf("REVIEWER_TOKENS: %q is not a Slack user id (U…/W…)", user)
+			return Reviewers{}, fmt.Errorf("REVIEWER_TOKENS: entry %d does not start with a Slack user id (U…/W…): "+
+				"<Slack user id>:<token>", i+1)
 		}
 		if len(token) < 16 {
 			return Reviewers{}, fmt.Errorf("REVIEWER_TOKENS: a token of %s is shorter than 16 characters", user)
