@@ -20,6 +20,12 @@ import (
 //     rejected (marked "timed_out"); other unanswered decisions take their
 //     default; the request resolves, or expires as above.
 //
+// Neither approves a gated approval decision (one needing several sign-offs
+// or a role: APPROVAL_QUORUM, required_roles), as Submit's defaults never
+// do: the agent being supervised would otherwise skip the workspace's floor
+// by its own choice of on_deadline. It stays unanswered (a required one
+// expires the request); rejecting it at the deadline is allowed.
+//
 // The system, not a person, closes the request: the response's source is
 // system:approvalbot, and the audit records the action.
 func (c *Core) Deadline(ctx context.Context, requestID string) (Outcome, error) {
@@ -34,7 +40,8 @@ func (c *Core) Deadline(ctx context.Context, requestID string) (Outcome, error) 
 			return nil, err
 		}
 		answered := cloneAnswers(rec.Answers)
-		filled, missing := fillAtDeadline(req, answered, req.OnDeadline)
+		gated := req.Rules(c.policy.Defaults.For(rec.Agent)).Gated()
+		filled, missing := fillAtDeadline(req, answered, req.OnDeadline, gated)
 		ch := &store.Change{Audit: []store.AuditEvent{{Event: "deadline_passed", Actor: "system",
 			Data: map[string]any{"on_deadline": string(req.OnDeadline), "required_unanswered": missing}}}}
 		out.Changed = true
@@ -55,7 +62,9 @@ func (c *Core) Deadline(ctx context.Context, requestID string) (Outcome, error) 
 
 // fillAtDeadline answers the unanswered decisions as action says and returns
 // the answers with the prompts of required decisions still without a value.
-func fillAtDeadline(req *aah.Request, answers map[string]aah.Answer, action aah.DeadlineAction) (map[string]aah.Answer, []string) {
+// With gated (the request's approvals need several sign-offs or a role), no
+// approval decision is approved.
+func fillAtDeadline(req *aah.Request, answers map[string]aah.Answer, action aah.DeadlineAction, gated bool) (map[string]aah.Answer, []string) {
 	filled := cloneAnswers(answers)
 	var missing []string
 	for _, dec := range req.Data.Decisions {
@@ -64,10 +73,12 @@ func fillAtDeadline(req *aah.Request, answers map[string]aah.Answer, action aah.
 		}
 		a := filled[dec.ID]
 		a.DecisionID = dec.ID
+		approvesGated := gated && dec.Type == aah.TypeApproval
 		switch {
-		case dec.Type == aah.TypeApproval && (action == aah.DeadlineApprove || action == aah.DeadlineReject):
+		case dec.Type == aah.TypeApproval && action == aah.DeadlineReject,
+			dec.Type == aah.TypeApproval && action == aah.DeadlineApprove && !approvesGated:
 			a.Value, a.TimedOut = action == aah.DeadlineApprove, true
-		case action != aah.DeadlineExpire && dec.HasDefault():
+		case action != aah.DeadlineExpire && dec.HasDefault() && !(approvesGated && dec.Default == true):
 			a.Value, a.Defaulted = dec.Default, true
 		case dec.Required:
 			missing = append(missing, dec.Prompt)

@@ -9,10 +9,12 @@ import (
 )
 
 // The deadline's action, on a request where the choice was answered and
-// the approvals were not.
+// the approvals were not. Under a workspace quorum (gated approvals) the
+// deadline never approves: not by on_deadline approve, not by a default.
 func TestDeadlineActions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	quorum2 := Policy{Defaults: aah.Defaults{Quorum: 2}}
 	for _, tc := range []struct {
 		onDeadline string
 		decisions  []any
@@ -21,19 +23,30 @@ func TestDeadlineActions(t *testing.T) {
 		timedOut   bool // ship marked timed_out
 		trial      any  // trial's value, nil for none
 		overall    string
+		policy     Policy
 	}{
-		{"", []any{shipDecision, timingDecision, trialDecision}, aah.StatusExpired, nil, false, nil, aah.OverallPending},
-		{"expire", []any{shipDecision, timingDecision, trialDecision}, aah.StatusExpired, nil, false, nil, aah.OverallPending},
-		{"approve", []any{shipDecision, timingDecision, trialDecision}, aah.StatusResolved, true, true, true, aah.OverallAllApproved},
-		{"reject", []any{shipDecision, timingDecision, trialDecision}, aah.StatusResolved, false, true, false, aah.OverallAllRejected},
+		{"", []any{shipDecision, timingDecision, trialDecision}, aah.StatusExpired, nil, false, nil, aah.OverallPending, Policy{}},
+		{"expire", []any{shipDecision, timingDecision, trialDecision}, aah.StatusExpired, nil, false, nil, aah.OverallPending, Policy{}},
+		{"approve", []any{shipDecision, timingDecision, trialDecision}, aah.StatusResolved, true, true, true, aah.OverallAllApproved, Policy{}},
+		{"reject", []any{shipDecision, timingDecision, trialDecision}, aah.StatusResolved, false, true, false, aah.OverallAllRejected, Policy{}},
 		// apply_defaults cannot answer a required approval without a default.
-		{"apply_defaults", []any{shipDecision, timingDecision, trialDecision}, aah.StatusExpired, nil, false, nil, aah.OverallPending},
-		{"apply_defaults", []any{timingDecision, trialDecision}, aah.StatusResolved, nil, false, true, aah.OverallAllApproved},
+		{"apply_defaults", []any{shipDecision, timingDecision, trialDecision}, aah.StatusExpired, nil, false, nil, aah.OverallPending, Policy{}},
+		{"apply_defaults", []any{timingDecision, trialDecision}, aah.StatusResolved, nil, false, true, aah.OverallAllApproved, Policy{}},
+		// Gated: ship stays unanswered, so the request expires.
+		{"approve", []any{shipDecision, timingDecision, trialDecision}, aah.StatusExpired, nil, false, nil, aah.OverallPending, quorum2},
+		{"reject", []any{shipDecision, timingDecision, trialDecision}, aah.StatusResolved, false, true, false, aah.OverallAllRejected, quorum2},
+		// trial's default (true) does not approve a gated approval.
+		{"apply_defaults", []any{timingDecision, trialDecision}, aah.StatusResolved, nil, false, nil, "", quorum2},
+		{"approve", []any{timingDecision, trialDecision}, aah.StatusResolved, nil, false, nil, "", quorum2},
 	} {
-		t.Run(tc.onDeadline+"/"+string(tc.status), func(t *testing.T) {
+		name := tc.onDeadline + "/" + string(tc.status)
+		if tc.policy.Defaults.Quorum > 1 {
+			name += "/quorum 2"
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			rec := pending(requestDoc(t, tc.decisions, reviewers(nil, alice), tc.onDeadline))
-			c, st := newCore(rec, Policy{})
+			c, st := newCore(rec, tc.policy)
 			if _, err := c.Answer(ctx, "req-1", alice, map[string]any{"timing": "now"}); err != nil {
 				t.Fatal(err)
 			}
