@@ -208,7 +208,7 @@ func (h copiesJob) Handle(ctx context.Context, j store.Job) error {
 			code, retry := classifySlack(err, h.rateLimitHold, refusedForTimers)
 			if retry != nil {
 				h.log.WarnContext(ctx, "copy not updated; retrying", "request_id", rec.ID, "effect", c.Effect, "err", err)
-				return retry
+				return persistent(retry, h.now().Sub(rec.UpdatedAt))
 			}
 			h.log.WarnContext(ctx, "copy cannot be updated; left as it is", "request_id", rec.ID, "effect", c.Effect, "slack_error", code)
 		}

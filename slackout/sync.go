@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/store"
@@ -44,11 +45,34 @@ func (h syncJob) Handle(ctx context.Context, j store.Job) error {
 			return nil
 		}
 		p.opts.Metrics.updates.WithLabelValues("retry").Inc()
-		return fmt.Errorf("update message of %s: %w", rec.ID, err)
+		return persistent(fmt.Errorf("update message of %s: %w", rec.ID, err), p.opts.Now().Sub(rec.UpdatedAt))
 	}
 	p.opts.Metrics.updates.WithLabelValues("updated").Inc()
 	p.log.InfoContext(ctx, "request message updated", "request_id", rec.ID, "status", rec.Status, "version", rec.Version)
 	return p.opts.Store.MarkSynced(ctx, rec.ID, rec.Version)
+}
+
+// syncPersistence is how long after a request's last change its sync keeps
+// retrying a failing chat.update without counting the attempts (persistent);
+// past it,
+// the runner's attempts and backoff apply, and it is dead-lettered after
+// JOB_MAX_ATTEMPTS (a day of Slack failing to update one message is not an
+// outage to wait out: GaveUp logs it).
+const syncPersistence = 24 * time.Hour
+
+// persistent is how a sync (or a closed request's copies job) retries a
+// failed chat.update made since after the change it shows: not counted
+// against JOB_MAX_ATTEMPTS for syncPersistence. Dead-lettered, nothing would
+// bring the message up to date (a closed request has no next change), and
+// it would show the request open, with live buttons, once Slack is back.
+// Its retries are spaced by how long ago the change was made: seconds at
+// first, five minutes at most. A retry Slack asked for (a 429) is kept.
+func persistent(err error, since time.Duration) error {
+	var retry *jobs.RetryError
+	if errors.As(err, &retry) || since >= syncPersistence {
+		return err
+	}
+	return &jobs.RetryError{After: min(max(since/10, 2*time.Second), 5*time.Minute), Free: true, Reason: err.Error()}
 }
 
 // GaveUp logs: an out-of-date message is visible, and the next change retries.
