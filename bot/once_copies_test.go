@@ -12,6 +12,7 @@ import (
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/internal/slackemu"
+	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
 	"github.com/slack-go/slack"
 )
@@ -226,5 +227,77 @@ func TestReminderDMLostThenClosedIsAdoptedAndUpdated(t *testing.T) {
 	}
 	if m := msgs[0]; !strings.Contains(m.Text, "no longer waits for a decision") || m.Edited == 0 {
 		t.Errorf("the reminder shows %q (edited %d times), want it updated to say the request was withdrawn", m.Text, m.Edited)
+	}
+}
+
+// jobPending reports whether job id of request reqID is due or in flight.
+func (h *harness) jobPending(reqID, id string) bool {
+	h.t.Helper()
+	slot := h.prefix + ":{s" + twoDigits(store.ShardOf(reqID)) + "}:jobs:"
+	for _, set := range []string{"due", "inflight"} {
+		if _, err := h.rdb.ZScore(context.Background(), slot+set, id).Result(); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// An escalation DM still inside its chat.postMessage when the request
+// closes: the close's copies job runs at once, looks for the copy before
+// Slack has it and finds nothing. Slack then accepts the DM but its answer
+// is lost, and the escalation job's retry, finding the request closed,
+// does nothing. The copies job looks again one lease after the close, when
+// every attempt's call has ended, and adopts and updates the copy, which
+// would otherwise keep its live controls for good.
+func TestCopyLandingAfterTheCloseIsFoundAndUpdated(t *testing.T) {
+	t.Parallel()
+	clk := newFakeClock()
+	entered, release := make(chan struct{}), make(chan struct{})
+	var gated atomic.Bool
+	rdb, prefix := redistest.Client(t)
+	emu := slackemu.New(slackemu.Options{Now: clk.Now})
+	api := dmSlack{Client: emuClient(emu), intercept: func(_ context.Context, post func() (string, string, error)) (string, string, error) {
+		if gated.CompareAndSwap(false, true) {
+			close(entered)
+			<-release // the call is slow: Slack has not applied it yet
+			if _, _, err := post(); err != nil {
+				return "", "", err
+			}
+			return "", "", errors.New("connection reset after Slack accepted the message")
+		}
+		return post()
+	}}
+	h := newHarnessOn(t, rdb, prefix, emu, withClock(clk), withSlack(api))
+	h.startJobs()
+	now := clk.Now()
+	id := h.postAndWait(escalating(t, "esc-close-midcall", now, []string{"U0ALICE"}, step("1h", "U0MANAGER")))
+	clk.Set(now.Add(time.Hour + time.Second))
+	<-entered // the escalation job is inside chat.postMessage to the manager
+
+	if r := h.do(http.MethodDelete, "/v1/requests/"+id, tokenPM, "", nil); r.Status != http.StatusOK {
+		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+	}
+	copiesJob := store.JobID(store.JobCopies, id)
+	eventually(t, "the copies job scheduled by the close to look", func() bool {
+		return len(emu.CallsTo("conversations.history")) > 0
+	})
+	close(release) // Slack applies the DM; its answer is lost
+	eventually(t, "the manager's copy", func() bool { return len(escalationCopies(emu, "U0MANAGER")) == 1 })
+	// The escalation job's retry, the copies job's second look a lease
+	// after the close, a sweep.
+	for range 3 {
+		clk.Set(clk.Now().Add(2 * time.Minute))
+		h.waitDrained()
+	}
+	dm := escalationCopies(emu, "U0MANAGER")[0]
+	if hasControls(dm) || dm.Edited == 0 {
+		t.Errorf("request %s is %s, but the manager's escalation DM still shows it open with live controls "+
+			"(edited %d times, history lookups: %d)", id, h.record(id).Status, dm.Edited, len(emu.CallsTo("conversations.history")))
+	}
+	if h.jobPending(id, copiesJob) {
+		t.Errorf("the copies job is still scheduled after its second look")
+	}
+	if n := len(escalationCopies(emu, "U0MANAGER")); n != 1 {
+		t.Errorf("%d escalation copies to the manager, want 1", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/approval"
 	"github.com/approvalbot/approvalbot/blocks"
+	"github.com/approvalbot/approvalbot/jobs"
 	"github.com/approvalbot/approvalbot/store"
 	"github.com/slack-go/slack"
 )
@@ -190,7 +191,8 @@ func (h copiesJob) Handle(ctx context.Context, j store.Job) error {
 	if err != nil {
 		return err
 	}
-	if adopted, err := h.adoptLost(ctx, rec, copies); err != nil {
+	adopted, recheck, err := h.adoptLost(ctx, rec, copies)
+	if err != nil {
 		return err
 	} else if adopted {
 		if copies, err = h.store.Copies(ctx, rec.ID); err != nil {
@@ -216,6 +218,10 @@ func (h copiesJob) Handle(ctx context.Context, j store.Job) error {
 		if err := h.store.MarkCopySynced(context.WithoutCancel(ctx), rec.ID, *c); err != nil {
 			return err
 		}
+	}
+	if !recheck.IsZero() {
+		return &jobs.RetryError{After: recheck.Sub(h.now()), Free: true,
+			Reason: "a copy attempted before the close may still be on its way to Slack; looking for it again"}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/store"
@@ -18,9 +19,13 @@ import (
 // it; left alone, the copy would show the request open, with live buttons,
 // for good (as closedBeforeRecorded does for the request's own message).
 // It reports whether it recorded any, for the caller to read the copies
-// again and bring those up to date with the rest.
-func (h copiesJob) adoptLost(ctx context.Context, rec store.Record, copies []store.CopyState) (bool, error) {
-	adopted := false
+// again and bring those up to date with the rest, and when to look again:
+// an attempt still inside its Slack call when the request closed (this job
+// runs at once) has not reached the channel's history yet. Every such call
+// has ended one lease after the close (a job's run ends within ¾ of its
+// lease, and its attempts begin within it), so an effect attempted but not
+// found is looked for again then, once (recheck; zero when none is due).
+func (h copiesJob) adoptLost(ctx context.Context, rec store.Record, copies []store.CopyState) (adopted bool, recheck time.Time, err error) {
 	for _, cs := range copies {
 		if cs.Copy != nil || cs.Attempts == 0 || isNotifyEffect(cs.Effect) {
 			// A requester's DM is looked for by its own job's retries
@@ -37,19 +42,22 @@ func (h copiesJob) adoptLost(ctx context.Context, rec store.Record, copies []sto
 			if retry != nil && !errors.Is(err, errLookupTooLong) && !errors.Is(err, errChannelUnknown) {
 				h.log.WarnContext(ctx, "could not look for a copy an earlier attempt may have sent; retrying",
 					"request_id", rec.ID, "effect", cs.Effect, "err", err)
-				return adopted, retry
+				return adopted, time.Time{}, retry
 			}
 			h.log.ErrorContext(ctx, "cannot look for a copy an earlier attempt may have sent: if it reached Slack, "+
 				"it still shows the request open", "request_id", rec.ID, "effect", cs.Effect, "slack_error", cmp.Or(code, err.Error()))
 			continue
 		}
 		if len(found) == 0 {
+			if settled := rec.UpdatedAt.Add(h.lease); h.now().Before(settled) {
+				recheck = settled
+			}
 			continue
 		}
 		c := store.Copy{Effect: cs.Effect, Channel: found[0].channel, TS: found[0].ts, ThreadTS: dest.threadTS}
 		_, won, err := h.store.RecordCopy(context.WithoutCancel(ctx), rec.ID, c, h.now().Add(h.lease))
 		if err != nil {
-			return adopted, err
+			return adopted, time.Time{}, err
 		}
 		if won {
 			// The attempt that sent it never recorded it, so never
@@ -60,7 +68,7 @@ func (h copiesJob) adoptLost(ctx context.Context, rec store.Record, copies []sto
 		h.log.InfoContext(ctx, "found a copy an earlier attempt sent for a request closed since; updating it",
 			"request_id", rec.ID, "effect", cs.Effect)
 	}
-	return adopted, nil
+	return adopted, recheck, nil
 }
 
 // lookForCopy finds the copies of cs's effect that its attempts sent to dest.
