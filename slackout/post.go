@@ -73,11 +73,24 @@ func (h postJob) Handle(ctx context.Context, j store.Job) (err error) {
 		if turnEnded {
 			return
 		}
+		var retry *jobs.RetryError
+		if err != nil && mayHaveSent && !errors.As(err, &retry) && j.Attempt <= holdPlaceRetries {
+			// A failure that may have posted (a 5xx, a lost answer) keeps
+			// the post's place for its first retries, seconds apart, so a
+			// blip does not let a later arrival go first; its retry looks
+			// for a message before posting. One that keeps failing lets
+			// the posts behind it go rather than hold the channel.
+			back := time.Second << (j.Attempt - 1)
+			if rerr := p.opts.Store.ReturnPostTurn(bg, turn, back); rerr != nil {
+				p.log.WarnContext(ctx, "could not keep the post's place; the post queues again by its arrival", "request_id", rec.ID, "err", rerr)
+			}
+			err = &jobs.RetryError{After: back, Reason: err.Error()}
+			return
+		}
 		if err == nil || mayHaveSent {
 			p.endTurn(bg, turn)
 			return
 		}
-		var retry *jobs.RetryError
 		back := time.Duration(0)
 		if errors.As(err, &retry) {
 			back = retry.After
@@ -168,6 +181,12 @@ func (h postJob) Handle(ctx context.Context, j store.Job) (err error) {
 	p.log.DebugContext(ctx, "request posted to Slack", "request_id", rec.ID, "channel", channel, "ts", ts)
 	return p.permalink(ctx, rec.ID, channel, ts)
 }
+
+// holdPlaceRetries is how many failed attempts at a post that may have
+// posted keep its place in its channel's queue: retried 1, 2 and 4 s later,
+// ahead of the posts that arrived after it (about 7 s of a Slack blip); a
+// failure after that ends its turn, and a later arrival may go first.
+const holdPlaceRetries = 3
 
 // closedBeforeRecorded handles the post of a request that closed (resolved,
 // expired, withdrawn) before any message was recorded: nothing is to be
