@@ -77,7 +77,9 @@ type Config struct {
 
 	CallbackAllowPrivate bool   `envconfig:"CALLBACK_ALLOW_PRIVATE" default:"false"`
 	CallbackSecret       string `envconfig:"CALLBACK_SECRET"`
-	AuditKey             string `envconfig:"AUDIT_KEY"`
+	// CallbackSecrets give agents their own callback keys (config_callbacks.go).
+	CallbackSecrets string `envconfig:"CALLBACK_SECRETS"`
+	AuditKey        string `envconfig:"AUDIT_KEY"`
 	// Retention is how long closed requests, and audit entries already
 	// exported, are kept (bot/retention.go); 0 keeps everything.
 	Retention Retention `envconfig:"RETENTION" default:"0"`
@@ -136,6 +138,8 @@ type Config struct {
 	limits    webhook.Limits
 	reviewers webhook.Reviewers
 	approvers map[string]string
+	// callbackSecrets: CALLBACK_SECRETS by agent.
+	callbackSecrets map[string]string
 }
 
 // LocalDefaultChannel is where local mode posts when no channel is configured.
@@ -340,6 +344,7 @@ func (c *Config) validate() error {
 	c.validateLimits(add)
 	c.validateRetention(add)
 	c.validateGrants(add)
+	c.validateCallbackSecrets(add)
 	if c.EventsRetention < time.Minute {
 		add("EVENTS_RETENTION must be at least 1m, got %s: a client resumes an event stream within it", c.EventsRetention)
 	}

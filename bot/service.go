@@ -132,7 +132,7 @@ func NewService(d Deps) (*Service, error) {
 		// The timer kinds this service registers a job handler for, below.
 		TimerKinds: map[string]bool{store.JobExpire: true, store.JobEscalate: true, store.JobRemind: true}})
 	deliverer, err := webhook.NewDeliverer(webhook.DelivererOptions{
-		Store: d.Store, Secret: cfg.CallbackSecret, AllowPrivate: cfg.CallbackAllowPrivate,
+		Store: d.Store, Secret: cfg.CallbackSecret, AgentSecrets: cfg.AgentCallbackSecrets(), AllowPrivate: cfg.CallbackAllowPrivate,
 		Registerer: d.Registry, Logger: d.Logger.With("component", "delivery"),
 	})
 	if err != nil {
@@ -220,6 +220,10 @@ func NewService(d Deps) (*Service, error) {
 	if cfg.LocalMode() && cfg.Tokens().Len() == 0 {
 		d.Logger.Warn("INTAKE_TOKENS is not set: intake ACCEPTS UNAUTHENTICATED requests (local mode only); " +
 			"they belong to agent \"" + webhook.AnonymousAgent + "\"")
+	}
+	if shared := cfg.SharedCallbackAgents(); len(shared) > 0 {
+		d.Logger.Warn("these agents verify their decision responses and events with the one CALLBACK_SECRET, so each "+
+			"can sign, and forge, the others'; give each its own with CALLBACK_SECRETS", "agents", shared)
 	}
 	d.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "approvalbot_event_streams",
 		Help: "Progress event streams (SSE) open on this process; at EVENTS_MAX_STREAMS new ones get 503."},

@@ -65,6 +65,15 @@ func (t Tokens) Has(agent string) bool {
 	return slices.ContainsFunc(t.entries, func(e tokenEntry) bool { return e.agent == agent })
 }
 
+// Agents are the configured agents' names, in the order given.
+func (t Tokens) Agents() []string {
+	out := make([]string, len(t.entries))
+	for i, e := range t.entries {
+		out[i] = e.agent
+	}
+	return out
+}
+
 // Len is the number of configured tokens.
 func (t Tokens) Len() int { return len(t.entries) }
 

@@ -65,6 +65,11 @@ type DelivererOptions struct {
 	// Secret signs every delivery (Standard Webhooks, "whsec_<base64>":
 	// CALLBACK_SECRET). Required.
 	Secret string
+	// AgentSecrets sign the deliveries of the agents they name instead
+	// (CALLBACK_SECRETS). The signature is an HMAC: whoever can verify it
+	// can make it, so agents that share a secret can forge each other's
+	// decision responses and events.
+	AgentSecrets map[string]string
 	// AllowPrivate (CALLBACK_ALLOW_PRIVATE, development only) permits plain
 	// http and loopback/private (RFC 1918, ULA) targets. Link-local (cloud
 	// metadata), multicast and unspecified addresses stay refused.
@@ -94,6 +99,7 @@ type DelivererOptions struct {
 type Deliverer struct {
 	st           DeliveryStore
 	wh           *standardwebhooks.Webhook
+	agentWH      map[string]*standardwebhooks.Webhook // by agent: AgentSecrets
 	client       *http.Client
 	allowPrivate bool
 	guard        *ssrf.Guardian // nil with a test Transport
@@ -121,6 +127,15 @@ func NewDeliverer(opts DelivererOptions) (*Deliverer, error) {
 	wh, err := standardwebhooks.NewWebhook(opts.Secret)
 	if err != nil {
 		return nil, errors.New("webhook: callback secret is not whsec_<base64>") // never echo the secret
+	}
+	agentWH := map[string]*standardwebhooks.Webhook{}
+	for agent, secret := range opts.AgentSecrets {
+		if _, err := decodeSecret(secret); err != nil {
+			return nil, fmt.Errorf("webhook: the callback secret of agent %q: %w", agent, err)
+		}
+		if agentWH[agent], err = standardwebhooks.NewWebhook(secret); err != nil {
+			return nil, fmt.Errorf("webhook: the callback secret of agent %q is not whsec_<base64>", agent)
+		}
 	}
 	for i, d := range opts.Schedule {
 		if d <= 0 {
@@ -150,7 +165,7 @@ func NewDeliverer(opts DelivererOptions) (*Deliverer, error) {
 		rt = safeTransport(guard, opts.Timeout, opts.Resolver)
 	}
 	return &Deliverer{
-		st: opts.Store, wh: wh, allowPrivate: opts.AllowPrivate, guard: guard, resolver: resolver,
+		st: opts.Store, wh: wh, agentWH: agentWH, allowPrivate: opts.AllowPrivate, guard: guard, resolver: resolver,
 		client: &http.Client{
 			Transport: rt,
 			// A redirect is an answer like any other: a 3xx fails the
@@ -192,7 +207,7 @@ func (d *Deliverer) Handle(ctx context.Context, job store.Job) error {
 	}
 	n := rec.Delivery.Attempts + 1
 	round := n - rec.Delivery.RoundStart // attempts in this round (a redelivery starts a new one)
-	res := d.attempt(ctx, rec.ResponseURL, cmp.Or(rec.Delivery.WebhookID, "msg_"+rec.ID), rec.Response)
+	res := d.attempt(ctx, rec.Agent, rec.ResponseURL, cmp.Or(rec.Delivery.WebhookID, "msg_"+rec.ID), rec.Response)
 	if res.abandoned != nil {
 		// The runner is shutting down mid attempt: store nothing; the job
 		// runs again (here or in another process), as the same attempt.
@@ -274,9 +289,9 @@ type attemptResult struct {
 	abandoned  error // the caller's context ended: no outcome to record
 }
 
-// attempt POSTs body to target, signed as message msgID (the Standard
-// Webhooks id, the same on every retry of one message).
-func (d *Deliverer) attempt(ctx context.Context, target, msgID string, body []byte) (res attemptResult) {
+// attempt POSTs body to target, signed for agent as message msgID (the
+// Standard Webhooks id, the same on every retry of one message).
+func (d *Deliverer) attempt(ctx context.Context, agent, target, msgID string, body []byte) (res attemptResult) {
 	res.at = d.now()
 	start := time.Now()
 	defer func() { res.duration = time.Since(start) }()
@@ -285,7 +300,11 @@ func (d *Deliverer) attempt(ctx context.Context, target, msgID string, body []by
 		return res
 	}
 	ts := time.Unix(res.at.Unix(), 0)
-	sig, err := d.wh.Sign(msgID, ts, body)
+	wh := d.wh
+	if own, ok := d.agentWH[agent]; ok {
+		wh = own
+	}
+	sig, err := wh.Sign(msgID, ts, body)
 	if err != nil {
 		res.err = "sign: " + err.Error()
 		return res

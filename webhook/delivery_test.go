@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"net/http"
 	"strconv"
 	"strings"
@@ -584,5 +585,51 @@ func TestShutdownMidAttemptRecordsNothing(t *testing.T) {
 	mustNil(t, err)
 	if rec.Delivery.State != store.DeliveryPending || rec.Delivery.Attempts != 0 || len(attempts) != 0 {
 		t.Errorf("delivery = %+v, attempts = %+v: an abandoned attempt was recorded", rec.Delivery, attempts)
+	}
+}
+
+// An agent with its own callback secret (CALLBACK_SECRETS) gets its
+// deliveries signed with it, not with CALLBACK_SECRET: an agent holding
+// only the shared secret cannot sign, so cannot forge, what it verifies.
+// Agents without one are signed for with CALLBACK_SECRET.
+func TestDeliveriesAreSignedWithTheAgentsOwnSecret(t *testing.T) {
+	t.Parallel()
+	own := "whsec_" + base64.StdEncoding.EncodeToString([]byte("pm's own key, 32 bytes long.."))
+	for name, tc := range map[string]struct {
+		secrets map[string]string
+		want    func(e *env) string
+	}{
+		"its own":         {map[string]string{"pm": own}, func(*env) string { return own }},
+		"another agent's": {map[string]string{"other": own}, func(e *env) string { return e.secret }},
+		"none of its own": {nil, func(e *env) string { return e.secret }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+			d, _ := e.deliverer(func(o *webhook.DelivererOptions) { o.AgentSecrets = tc.secrets })
+			e.create("own-key", rc.srv.URL+"/callback")
+			e.resolve("own-key", responseFor("own-key"), "msg_resp-own-key")
+			e.runner(d, 0)
+			e.waitDelivery("own-key", store.DeliveryDelivered, time.Minute)
+			hits := rc.got()
+			if len(hits) != 1 {
+				t.Fatalf("receiver got %d requests, want 1", len(hits))
+			}
+			want := tc.want(e)
+			if err := verifyIndependently(want, hits[0].Header, hits[0].Body); err != nil {
+				t.Errorf("not signed with the expected secret: %v", err)
+			}
+			for _, other := range []string{e.secret, own} {
+				if other != want && verifyIndependently(other, hits[0].Header, hits[0].Body) == nil {
+					t.Errorf("also verifies with a secret it must not be signed with")
+				}
+			}
+		})
+	}
+	e := newEnv(t)
+	if _, err := webhook.NewDeliverer(webhook.DelivererOptions{Store: e.st, Secret: e.secret,
+		AgentSecrets: map[string]string{"pm": "whsec_not base64!"}}); err == nil || strings.Contains(err.Error(), "not base64!") {
+		t.Errorf("a bad agent secret: %v; want refused without echoing it", err)
 	}
 }

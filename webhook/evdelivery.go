@@ -102,7 +102,7 @@ func (e *EventDeliverer) Handle(ctx context.Context, job store.Job) error {
 	if rec.Events.Failing == ev.ID {
 		n = rec.Events.Attempts + 1
 	} // else the event that failed was trimmed (EVENTS_RETENTION) and skipped: a fresh count
-	res := e.d.attempt(ctx, rec.Events.URL, EventWebhookID(rec.ID, ev.ID), EventBody(ev))
+	res := e.d.attempt(ctx, rec.Agent, rec.Events.URL, EventWebhookID(rec.ID, ev.ID), EventBody(ev))
 	if res.abandoned != nil {
 		return fmt.Errorf("events %s: attempt %d at %s abandoned: %w", rec.ID, n, ev.ID, res.abandoned)
 	}
