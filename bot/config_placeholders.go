@@ -36,6 +36,7 @@ func (c *Config) validatePlaceholders(add func(format string, args ...any)) {
 		{"SLACK_SIGNING_SECRET", c.SlackSigningSecret},
 		{"SLACK_APP_TOKEN", c.SlackAppToken},
 		{"CALLBACK_SECRET", c.CallbackSecret},
+		{"CALLBACK_SECRETS", c.CallbackSecrets},
 		{"AUDIT_KEY", c.AuditKey},
 	} {
 		if isPlaceholder(s.value) {
