@@ -103,7 +103,7 @@ func NewSlack(cfg bot.Config, m *bot.Metrics, log *slog.Logger, logOut io.Writer
 		},
 	})
 	sb, err := sandbox.New(sandbox.Options{Emulator: emu, SigningSecret: cfg.SlackSigningSecret,
-		CallbackSecret: cfg.CallbackSecret, BaseURL: sandboxURL, Command: cfg.SlackCommand,
+		CallbackSecret: cfg.CallbackSecret, AgentCallbackSecrets: cfg.AgentCallbackSecrets(), BaseURL: sandboxURL, Command: cfg.SlackCommand,
 		Logger: log.With("component", "sandbox")})
 	if err != nil {
 		return Slack{}, err

@@ -43,10 +43,16 @@ func (sb *Sandbox) handleInbox(w http.ResponseWriter, r *http.Request) {
 	} else {
 		d.Body = string(body)
 	}
-	if err := sb.wh.Verify(body, r.Header); err != nil {
-		d.VerifyNote, d.Status = err.Error(), http.StatusUnauthorized
-	} else {
-		d.Verified = true
+	d.Status = http.StatusUnauthorized
+	for i, wh := range sb.whs { // CALLBACK_SECRET's, then the agents' own
+		err := wh.Verify(body, r.Header)
+		if err == nil {
+			d.Verified, d.VerifyNote, d.Status = true, "", http.StatusNoContent
+			break
+		}
+		if i == 0 {
+			d.VerifyNote = err.Error()
+		}
 	}
 	sb.log.InfoContext(r.Context(), "sandbox inbox: decision response received", "path", d.Path,
 		"webhook_id", d.Headers["Webhook-Id"], "verified", d.Verified)

@@ -48,8 +48,10 @@ type Options struct {
 	// them with the app's signing secret (required).
 	SigningSecret string
 	// CallbackSecret verifies the decision responses the callback inbox
-	// receives (required; whsec_…).
-	CallbackSecret string
+	// receives (required; whsec_…), as do AgentCallbackSecrets, the agents'
+	// own (CALLBACK_SECRETS): the inbox takes a delivery any of them signs.
+	CallbackSecret       string
+	AgentCallbackSecrets map[string]string
 	// BaseURL is where the bot reaches the sandbox, e.g.
 	// "http://localhost:8080/sandbox"; the response_urls in payloads start
 	// with it (required).
@@ -71,7 +73,7 @@ type Sandbox struct {
 	emu  *slackemu.Server
 	ws   slackemu.Workspace
 	log  *slog.Logger
-	wh   *standardwebhooks.Webhook
+	whs  []*standardwebhooks.Webhook // CallbackSecret's, then the agents' own
 	mux  *http.ServeMux
 	bot  atomic.Pointer[http.Handler]
 
@@ -92,6 +94,14 @@ func New(opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: callback secret: %w", err)
 	}
+	whs := []*standardwebhooks.Webhook{wh}
+	for agent, secret := range opts.AgentCallbackSecrets {
+		own, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: the callback secret of %q: %w", agent, err)
+		}
+		whs = append(whs, own)
+	}
 	opts.BaseURL = strings.TrimRight(opts.BaseURL, "/")
 	opts.Command = cmp.Or(opts.Command, "/approvals")
 	opts.AckTimeout = cmp.Or(opts.AckTimeout, DefaultAckTimeout)
@@ -102,7 +112,7 @@ func New(opts Options) (*Sandbox, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	sb := &Sandbox{opts: opts, emu: opts.Emulator, ws: opts.Emulator.Workspace(), log: log, wh: wh,
+	sb := &Sandbox{opts: opts, emu: opts.Emulator, ws: opts.Emulator.Workspace(), log: log, whs: whs,
 		done: make(chan struct{}), changed: make(chan struct{})}
 	sb.st.init()
 	sb.routes()
