@@ -132,8 +132,8 @@ func waitWhileReviewersAnswer(t *testing.T, ctx context.Context, b *testBot, cs 
 	}()
 	b.waitStored(ctx, id)
 	b.decide(id, "answers", aliceToken, `{"answers": {"migrate": true}, "comment": "schema reviewed"}`)
-	if m := p.next(t, ctx); !strings.Contains(m, "input:received") || !strings.Contains(m, "migrate") {
-		t.Errorf("first progress notification %q, want the answer to migrate", m)
+	if m := p.next(t, ctx); !strings.Contains(m, "input:received: Alice Reviewer answered migrate") {
+		t.Errorf("first progress notification %q, want Alice's answer to migrate, by her name (api.md)", m)
 	}
 	select {
 	case a := <-done:

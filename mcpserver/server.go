@@ -335,7 +335,10 @@ func (t *tools) wait(ctx context.Context, req *mcp.CallToolRequest, c *client.Cl
 // progress (an answer, an escalation, a reminder).
 func progressMessage(e client.Event) (string, bool) {
 	var d struct {
-		Actor      any    `json:"actor"`
+		Actor  any `json:"actor"` // "human:U0ALICE"
+		Answer struct {
+			By any `json:"by"` // the person, with their name
+		} `json:"answer"`
 		DecisionID string `json:"decision_id"`
 		Value      any    `json:"value"`
 		Step       any    `json:"step"`
@@ -345,7 +348,7 @@ func progressMessage(e client.Event) (string, bool) {
 	_ = json.Unmarshal(e.Data, &d)
 	switch e.Type {
 	case "input:received":
-		who := personName(d.Actor)
+		who := cmp.Or(personName(d.Answer.By), personName(d.Actor))
 		return fmt.Sprintf("input:received: %s answered %s: %s", cmp.Or(who, "a reviewer"), d.DecisionID, valueText(d.Value)), true
 	case "escalated":
 		return fmt.Sprintf("escalated to %s", cmp.Or(valueText(d.To), "the next reviewers")), true

@@ -165,6 +165,12 @@ func (sb *Sandbox) routes() {
 		sb.emu.ServeHTTP(w, r)
 	})
 	mux.HandleFunc("POST /response/{token}", sb.handleResponseURL)
+	// The inbox's address is printed at start and a browser GETs it: the
+	// page shows what it received.
+	mux.HandleFunc("GET /inbox", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "./#/inbox") // relative: the service stripped /sandbox
+		w.WriteHeader(http.StatusFound)
+	})
 	mux.HandleFunc("POST /inbox", sb.handleInbox)
 	mux.HandleFunc("POST /inbox/{rest...}", sb.handleInbox)
 	sb.mux = mux

@@ -439,3 +439,19 @@ func TestNewValidates(t *testing.T) {
 		t.Fatalf("unattached = %s", rec.Body.String())
 	}
 }
+
+// The inbox's address, printed at start, opens the page's inbox in a
+// browser (it only takes POSTs from the bot).
+func TestInboxAddressOpensTheInboxPage(t *testing.T) {
+	e := newEnv(t, nil)
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(e.srv.URL + "/sandbox/inbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, err := resp.Request.URL.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusFound || err != nil || loc.Path != "/sandbox/" || loc.Fragment != "/inbox" {
+		t.Errorf("GET /sandbox/inbox: %d, Location %q (%v)", resp.StatusCode, resp.Header.Get("Location"), loc)
+	}
+}
