@@ -162,6 +162,15 @@ const LocalCallbackSecret = "whsec_YXBwcm92YWxib3QtbG9jYWwtZGV2ZWxvcG1lbnQ="
 func LoadConfig() (Config, error) {
 	var c Config
 	if err := envconfig.Process("", &c); err != nil {
+		var pe *envconfig.ParseError
+		if errors.As(err, &pe) {
+			if want := typeDescription(pe.TypeName); want != "" {
+				// Only numbers, durations and booleans fail to parse (no
+				// secret is one), so the value can be shown.
+				return Config{}, fmt.Errorf("read configuration: %s must be %s, got %q", pe.KeyName, want, pe.Value)
+			}
+			return Config{}, fmt.Errorf("read configuration: %w", pe.Err) // a setting's own type says what is wrong
+		}
 		return Config{}, fmt.Errorf("read configuration: %w", err)
 	}
 	if c.LocalMode() {
@@ -394,4 +403,20 @@ func validWebhookSecret(s string) bool {
 	}
 	b, err := base64.StdEncoding.DecodeString(raw)
 	return err == nil && len(b) >= 24
+}
+
+// typeDescription names what a setting of Go type name must look like, ""
+// for a type of the bot's own (its parse error says).
+func typeDescription(name string) string {
+	switch {
+	case strings.HasSuffix(name, "Duration"):
+		return "a duration (like 90s, 5m or 1h30m)"
+	case name == "bool":
+		return "true or false"
+	case strings.HasPrefix(name, "int") || strings.HasPrefix(name, "uint"):
+		return "a whole number"
+	case strings.HasPrefix(name, "float"):
+		return "a number"
+	}
+	return ""
 }

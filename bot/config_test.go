@@ -260,3 +260,22 @@ func clearEnv(t *testing.T) {
 		_ = os.Unsetenv(k)
 	}
 }
+
+// A value that does not parse as its type is reported with the setting's
+// name and what it must look like (envconfig's own message named the Go
+// field and type).
+func TestConfigUnparsableValueNamesTheSetting(t *testing.T) {
+	for name, tc := range map[string]struct{ value, want string }{
+		"REMINDER_MAX":     {"abc", `REMINDER_MAX must be a whole number, got "abc"`},
+		"NOTIFY_REQUESTER": {"no", `NOTIFY_REQUESTER must be true or false, got "no"`},
+		"JOB_LEASE":        {"xyz", `JOB_LEASE must be a duration (like 90s, 5m or 1h30m), got "xyz"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv(name, tc.value)
+			if _, err := bot.LoadConfig(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v, want %q", err, tc.want)
+			}
+		})
+	}
+}
