@@ -31,16 +31,18 @@ func isPlaceholder(secret string) bool {
 // It applies in local mode too: a placeholder is never meant to be used.
 func (c *Config) validatePlaceholders(add func(format string, args ...any)) {
 	const hint = "%s is still the placeholder from deploy/approvalbot.env.example; generate a real value (the example's comments say how)"
-	for _, s := range []struct{ name, value string }{
-		{"SLACK_BOT_TOKEN", c.SlackBotToken},
-		{"SLACK_SIGNING_SECRET", c.SlackSigningSecret},
-		{"SLACK_APP_TOKEN", c.SlackAppToken},
-		{"CALLBACK_SECRET", c.CallbackSecret},
-		{"CALLBACK_SECRETS", c.CallbackSecrets},
-		{"AUDIT_KEY", c.AuditKey},
+	const fromSlack = "%s is still the placeholder from deploy/approvalbot.env.example; copy it from your Slack app " +
+		"(docs/deploy.md, \"Create the Slack app\")"
+	for _, s := range []struct{ name, value, hint string }{
+		{"SLACK_BOT_TOKEN", c.SlackBotToken, fromSlack},
+		{"SLACK_SIGNING_SECRET", c.SlackSigningSecret, fromSlack},
+		{"SLACK_APP_TOKEN", c.SlackAppToken, fromSlack},
+		{"CALLBACK_SECRET", c.CallbackSecret, hint},
+		{"CALLBACK_SECRETS", c.CallbackSecrets, hint},
+		{"AUDIT_KEY", c.AuditKey, hint},
 	} {
 		if isPlaceholder(s.value) {
-			add(hint, s.name)
+			add(s.hint, s.name)
 		}
 	}
 	if agents := placeholderIntakeAgents(c.IntakeTokens); len(agents) > 0 {

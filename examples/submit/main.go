@@ -46,6 +46,11 @@ func main() {
 		fmt.Printf("Location: %s\n", loc)
 	}
 	fmt.Printf("\n%s\n", body)
+	if resp.StatusCode == http.StatusConflict {
+		// The examples' ids are fixed, and their dates move to now, so a
+		// second run is a different request under a stored id.
+		fmt.Fprintln(os.Stderr, "submit: a request with this id is stored already; send another with -id <a new id>")
+	}
 	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
 		os.Exit(1)
 	}
