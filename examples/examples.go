@@ -67,7 +67,7 @@ func ParseArgs(args []string, errOut io.Writer) (Options, error) {
 	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: go run ./examples/submit [-id ID] [-response-url URL] [-events-url URL] [-signoff] [-bot URL] [-token T]\n\n"+
+		fmt.Fprintln(errOut, "usage: go run ./examples/submit [-example NAME] [-id ID] [-response-url URL] [-events-url URL] [-signoff] [-bot URL] [-token T]\n\n"+
 			"Submits seed 000's example request (examples/marketing-strategy.json) to a running approvalbot,\n"+
 			"with created_at moved to now and its deadlines kept 31h after it, as in the seed.")
 		fs.PrintDefaults()

@@ -144,7 +144,7 @@ func parseAudit(args []string) (invocation, error) {
 		fs.BoolVar(&inv.mark, "mark", true, "")
 	}
 	if err := fs.Parse(args[2:]); err != nil {
-		return invocation{}, usageError{fmt.Sprintf("%s: %v", fs.Name(), err)}
+		return invocation{}, usageError{fmt.Sprintf("%s: %v", strings.TrimPrefix(fs.Name(), "approvalbot "), err)}
 	}
 	fs.Visit(func(f *flag.Flag) { inv.markSet = inv.markSet || f.Name == "mark" })
 	if fs.NArg() > 0 {
@@ -159,12 +159,12 @@ func parseAudit(args []string) (invocation, error) {
 		}
 		v, err := time.Parse(time.RFC3339, t.value)
 		if err != nil {
-			return invocation{}, usageError{fmt.Sprintf("%s: --%s %q is not an RFC 3339 time (2006-01-02T15:04:05Z)", fs.Name(), t.flag, t.value)}
+			return invocation{}, usageError{fmt.Sprintf("%s: --%s %q is not an RFC 3339 time (2006-01-02T15:04:05Z)", strings.TrimPrefix(fs.Name(), "approvalbot "), t.flag, t.value)}
 		}
 		*t.to = v
 	}
 	if !inv.since.IsZero() && !inv.until.IsZero() && inv.until.Before(inv.since) {
-		return invocation{}, usageError{fs.Name() + ": --until is before --since"}
+		return invocation{}, usageError{strings.TrimPrefix(fs.Name(), "approvalbot ") + ": --until is before --since"}
 	}
 	return inv, nil
 }

@@ -41,7 +41,7 @@ func parseHealthcheck(args []string) (invocation, error) {
 	fs.StringVar(&inv.url, "url", defaultHealthURL(os.Getenv("LISTEN_ADDR")), "")
 	fs.DurationVar(&inv.timeout, "timeout", 2*time.Second, "")
 	if err := fs.Parse(args); err != nil {
-		return invocation{}, usageError{fmt.Sprintf("%s: %v", fs.Name(), err)}
+		return invocation{}, usageError{fmt.Sprintf("%s: %v", strings.TrimPrefix(fs.Name(), "approvalbot "), err)}
 	}
 	if fs.NArg() > 0 {
 		return invocation{}, usageError{fmt.Sprintf("unknown command %q", "healthcheck "+strings.Join(fs.Args(), " "))}

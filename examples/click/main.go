@@ -52,10 +52,14 @@ func main() {
 	user := flag.String("user", "U0ALICE", "the Slack user acting")
 	channel := flag.String("channel", "C0APPROVALS", "the channel the message is in")
 	secret := flag.String("secret", cmp.Or(os.Getenv("SLACK_SIGNING_SECRET"), bot.LocalSigningSecret), "Slack signing secret")
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), usage)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	args := flag.Args()
 	if *request == "" || len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: click -request ID [-user U…] VERB [DECISION] [VALUE]")
+		flag.Usage()
 		os.Exit(2)
 	}
 	payload, err := build(args, *request, *user, *channel)
@@ -169,6 +173,19 @@ func build(args []string, request, user, channel string) (map[string]any, error)
 	}
 	return nil, fmt.Errorf("unknown verb %q", verb)
 }
+
+const usage = `usage: click -request ID [-user U…] VERB [DECISION] [VALUE…]
+
+Verbs: approve D, reject D, approve-all, reject-all, select D VALUE, date D 2026-03-01,
+datetime D 2026-03-01T10:00:00Z, text D "answer", number D 42, comment D "text", submit;
+and the reviewer verbs (docs/review.md): modify D key=value…, reject-reason D "reason" "comment",
+defer "guidance", change-plan "guidance", abort "reason", escalate U… "note", similar D 1h.
+
+A click the bot refuses (not a reviewer, a reason needed, a value out of range) is still
+acknowledged with HTTP 200, as Slack's are: the bot tells the user in an ephemeral message,
+which the sandbox shows as that user. Under require_reason use reject-reason, not reject.
+
+`
 
 // send posts the payload form-encoded and signed, as Slack does.
 func send(botURL, secret string, payload map[string]any) (int, string, error) {
