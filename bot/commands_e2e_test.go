@@ -225,15 +225,13 @@ func TestSlashCommandListings(t *testing.T) {
 	nobody := h.accept(simple(t, "cmd-l-nobody", nil, "C0OTHER"))
 	h.waitIdle() // posted: the email resolved and the mention indexed Alice
 
-	// The request naming nobody waits for the workspace's default
-	// reviewers (Alice and Bob here, DEFAULT_REVIEWERS), who decide it.
-	if got := h.listed(alice, ""); !sameSet(got, []string{forAlice, forBoth, byEmail, nobody}) {
+	if got := h.listed(alice, ""); !sameSet(got, []string{forAlice, forBoth, byEmail}) {
 		t.Errorf("alice mine = %v", got)
 	}
-	if got := h.listed(alice, "mine"); !sameSet(got, []string{forAlice, forBoth, byEmail, nobody}) {
+	if got := h.listed(alice, "mine"); !sameSet(got, []string{forAlice, forBoth, byEmail}) {
 		t.Errorf("alice mine = %v", got)
 	}
-	if got := h.listed(bob, "mine"); !sameSet(got, []string{forBoth, forBob, nobody}) {
+	if got := h.listed(bob, "mine"); !sameSet(got, []string{forBoth, forBob}) {
 		t.Errorf("bob mine = %v", got)
 	}
 	if rep := h.slash(mallory, "mine"); len(rep.ids(t)) != 0 || !contains(rep.text(), "Nothing is waiting for you") {

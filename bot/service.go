@@ -13,7 +13,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -159,8 +158,7 @@ func NewService(d Deps) (*Service, error) {
 		Slack: d.Slack, Chat: d.SlackChat, Store: d.Store, Core: decider, Directory: directory, Homes: slackHandlers,
 		PostInterval: cfg.SlackPostInterval, RateLimitHold: d.RateLimitHold, Lease: cfg.JobLease,
 		Defaults: cfg.Policy().Defaults, Reminders: reminders,
-		UnnamedDeciders: slices.Concat(cfg.DefaultReviewers, cfg.DefaultReviewerGroups),
-		Now:             d.Now, Metrics: d.Metrics.Outbound, Logger: d.Logger,
+		Now: d.Now, Metrics: d.Metrics.Outbound, Logger: d.Logger,
 		// Set below, before any job runs.
 		Wake: func(id string) { runner.WakeFor(id) },
 	})

@@ -313,8 +313,7 @@ func (p *poster) load(ctx context.Context, id string) (store.Record, *aah.Reques
 	return rec, req, nil
 }
 
-// members resolves the people a request's reviewer groups and roles name (or,
-// for a request naming nobody, the workspace's default reviewers and groups)
+// members resolves the people a request's reviewer groups and roles name
 // (groups to their members, emails to users), so the request is filed under
 // them for "/approvals mine" and the Home tab. It is a convenience, not the
 // authorization (that is checked at every click): a failed lookup is logged
@@ -324,10 +323,6 @@ func (p *poster) members(ctx context.Context, req *aah.Request) []string {
 	entries := slices.Clone(req.Slack.ReviewerGroups)
 	for _, role := range req.Slack.RequiredRoles {
 		entries = append(entries, role.Members...)
-	}
-	if !req.NamesDeciders() {
-		// The workspace's default reviewers decide it: it waits for them.
-		entries = append(entries, p.opts.UnnamedDeciders...)
 	}
 	for _, e := range entries {
 		switch {

@@ -100,11 +100,6 @@ type Options struct {
 	// Defaults are the workspace's sign-off rules, shown in messages (as
 	// they apply to each request's agent: Defaults.For).
 	Defaults aah.Defaults
-	// UnnamedDeciders decide the requests that name nobody who may
-	// (DEFAULT_REVIEWERS and DEFAULT_REVIEWER_GROUPS: user ids, emails,
-	// group ids). A post files such a request under them, so their
-	// /approvals and App Home list it as they do a request naming them.
-	UnnamedDeciders []string
 	// GrantMax is the longest standing approval a reviewer may grant
 	// (STANDING_APPROVAL_MAX): messages offer "Approve similar…" when it
 	// is above 0. Default: Core's GrantMax when it has one, else 0.
