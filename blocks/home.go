@@ -43,6 +43,7 @@ func HomeView(h Home) slack.HomeTabViewRequest {
 		slack.NewHeaderBlock(plainText("Decision requests")),
 		slack.NewContextBlock("", mrkdwn("Updated "+slackDate(h.Now))),
 		section("*:inbox_tray: Waiting for you*"),
+		slack.NewContextBlock("", mrkdwn(homeWaitingScope(h.Command))),
 	}
 	waiting := h.Waiting[:min(len(h.Waiting), MaxHomeWaiting)]
 	if len(waiting) == 0 {
@@ -70,6 +71,16 @@ func HomeView(h Home) slack.HomeTabViewRequest {
 		out = append(out, section(answeredText(it)))
 	}
 	return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: out}, CallbackID: HomeCallbackID}
+}
+
+// homeWaitingScope says which requests "Waiting for you" lists: those
+// naming nobody are the default reviewers', listed by "/approvals all".
+func homeWaitingScope(command string) string {
+	scope := "Requests that name you (or a group or role of yours), or were escalated to you."
+	if command != "" {
+		scope += " Those naming nobody go to the workspace's default reviewers: `" + escape(command) + " all` lists them."
+	}
+	return scope
 }
 
 var statusEmoji = map[aah.Status]string{
