@@ -74,12 +74,16 @@ func (h postJob) Handle(ctx context.Context, j store.Job) (err error) {
 			return
 		}
 		var retry *jobs.RetryError
-		if err != nil && mayHaveSent && !errors.As(err, &retry) && j.Attempt <= holdPlaceRetries {
-			// A failure that may have posted (a 5xx, a lost answer) keeps
-			// the post's place for its first retries, seconds apart, so a
-			// blip does not let a later arrival go first; its retry looks
-			// for a message before posting. One that keeps failing lets
-			// the posts behind it go rather than hold the channel.
+		if err != nil && mayHaveSent && answeredByError(err) && !errors.As(err, &retry) && j.Attempt <= holdPlaceRetries {
+			// Slack answered with an error (a 5xx, internal_error): it
+			// may have posted, and then has: the post keeps its place for
+			// its first retries, seconds apart, so a blip does not let a
+			// later arrival go first, and its retry finds any message
+			// before posting. One that keeps failing lets the posts behind
+			// it go rather than hold the channel. A call with no answer (a
+			// timeout) may still be applied later: retried at once, it
+			// would post again before that message could be found, so it
+			// ends its turn and comes back by its arrival.
 			back := time.Second << (j.Attempt - 1)
 			if rerr := p.opts.Store.ReturnPostTurn(bg, turn, back); rerr != nil {
 				p.log.WarnContext(ctx, "could not keep the post's place; the post queues again by its arrival", "request_id", rec.ID, "err", rerr)
@@ -182,11 +186,20 @@ func (h postJob) Handle(ctx context.Context, j store.Job) (err error) {
 	return p.permalink(ctx, rec.ID, channel, ts)
 }
 
-// holdPlaceRetries is how many failed attempts at a post that may have
-// posted keep its place in its channel's queue: retried 1, 2 and 4 s later,
-// ahead of the posts that arrived after it (about 7 s of a Slack blip); a
-// failure after that ends its turn, and a later arrival may go first.
+// holdPlaceRetries is how many failed attempts at a post that Slack
+// answered with an error keep its place in its channel's queue: retried 1,
+// 2 and 4 s later, ahead of the posts that arrived after it (about 7 s of a
+// Slack blip); a failure after that ends its turn, and a later arrival may
+// go first.
 const holdPlaceRetries = 3
+
+// answeredByError reports whether Slack answered the call, with an error
+// (an HTTP error status, or ok: false), rather than not at all.
+func answeredByError(err error) bool {
+	var status slack.StatusCodeError
+	var apiErr slack.SlackErrorResponse
+	return errors.As(err, &status) || errors.As(err, &apiErr)
+}
 
 // closedBeforeRecorded handles the post of a request that closed (resolved,
 // expired, withdrawn) before any message was recorded: nothing is to be
