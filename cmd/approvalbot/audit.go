@@ -50,7 +50,9 @@ func openAuditStore(ctx context.Context, name string) (*store.Store, func(), err
 		return nil, nil, err
 	}
 	if cfg.EmbeddedRedis() {
-		return nil, nil, errors.New(name + " needs REDIS_URL: the embedded Redis of a stopped bot is gone")
+		return nil, nil, errors.New(name + " needs REDIS_URL: the embedded Redis of a stopped bot is gone. " +
+			"A local bot still running serves its embedded Redis at the addr= its start-up log prints: " +
+			"REDIS_URL=redis://127.0.0.1:<port> " + name)
 	}
 	rdb, closeRedis, err := bot.OpenRedis(ctx, cfg, bot.NewLogger(cfg, io.Discard))
 	if err != nil {

@@ -23,7 +23,10 @@ import (
 )
 
 func main() {
-	c := client.New(cmp.Or(os.Getenv("APPROVALBOT_URL"), "http://localhost:8080"), os.Getenv("APPROVALBOT_TOKEN"))
+	bot := cmp.Or(os.Getenv("APPROVALBOT_URL"), "http://localhost:8080")
+	c := client.New(bot, os.Getenv("APPROVALBOT_TOKEN"))
+	fmt.Printf("asking %s whether to scale checkout-api to 12 replicas; answer it in Slack (locally: %s/sandbox/), "+
+		"within 5 minutes or it is rejected...\n", bot, bot)
 	v, err := client.RequireApproval(context.Background(), c, client.Action{Tool: "scale_service",
 		Parameters: map[string]any{"service": "checkout-api", "replicas": 12},
 		Editable:   map[string]client.Param{"replicas": {Type: "integer", Minimum: client.Float(2), Maximum: client.Float(16)}}}, nil)
