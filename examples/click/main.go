@@ -67,6 +67,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "click:", err)
 		os.Exit(2)
 	}
+	seen, sandbox := ephemerals(*botURL, *user)
 	status, body, err := send(*botURL, *secret, payload)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "click:", err)
@@ -76,6 +77,56 @@ func main() {
 	if status != http.StatusOK || strings.Contains(body, "errors") {
 		os.Exit(1)
 	}
+	if sandbox {
+		// A refusal is acked 200, as Slack acks it, and told to the user
+		// in an ephemeral message: a local bot's sandbox shows it.
+		for _, text := range newEphemerals(*botURL, *user, seen) {
+			fmt.Printf("  the bot told %s (only they see it): %s\n", *user, text)
+		}
+	}
+}
+
+// ephemerals reads the ids of the messages only user sees, from a local
+// bot's sandbox (false when the bot has none: not in local mode).
+func ephemerals(botURL, user string) (map[string]string, bool) {
+	resp, err := http.Get(strings.TrimRight(botURL, "/") + "/sandbox/api/state?user=" + url.QueryEscape(user))
+	if err != nil {
+		return nil, false
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Ephemerals []struct{ ID, Text string } `json:"ephemerals"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return nil, false
+	}
+	out := map[string]string{}
+	for _, e := range st.Ephemerals {
+		out[e.ID] = e.Text
+	}
+	return out, true
+}
+
+// newEphemerals waits a moment for what the bot tells user after the click
+// (it answers Slack first, then posts the ephemeral) and returns it.
+func newEphemerals(botURL, user string, seen map[string]string) []string {
+	for range 5 {
+		time.Sleep(100 * time.Millisecond)
+		now, ok := ephemerals(botURL, user)
+		if !ok {
+			return nil
+		}
+		var fresh []string
+		for id, text := range now {
+			if _, old := seen[id]; !old {
+				fresh = append(fresh, text)
+			}
+		}
+		if len(fresh) > 0 {
+			return fresh
+		}
+	}
+	return nil
 }
 
 // build makes the payload Slack would send for a verb.
@@ -183,7 +234,7 @@ defer "guidance", change-plan "guidance", abort "reason", escalate U… "note", 
 
 A click the bot refuses (not a reviewer, a reason needed, a value out of range) is still
 acknowledged with HTTP 200, as Slack's are: the bot tells the user in an ephemeral message,
-which the sandbox shows as that user. Under require_reason use reject-reason, not reject.
+which click prints from a local bot's sandbox. Under require_reason use reject-reason.
 
 `
 
