@@ -173,12 +173,15 @@ func LoadConfig() (Config, error) {
 		}
 		return Config{}, fmt.Errorf("read configuration: %w", err)
 	}
-	if c.LocalMode() {
-		if _, set := os.LookupEnv("LISTEN_ADDR"); !set {
+	if listen, _ := os.LookupEnv("LISTEN_ADDR"); listen == "" { // unset, or set to nothing
+		c.ListenAddr = ":8080"
+		if c.LocalMode() {
 			// Anyone who reaches a local bot can act as any member of its
 			// sandbox: other machines are kept out unless asked for.
 			c.ListenAddr = LocalListenAddr
 		}
+	}
+	if c.LocalMode() {
 		if c.SlackDefaultChannel == "" {
 			c.SlackDefaultChannel = LocalDefaultChannel
 		}
@@ -283,13 +286,7 @@ func (c *Config) validate() error {
 	if c.RequireRedis && c.EmbeddedRedis() {
 		add("REDIS_URL must name a real Redis with REQUIRE_REDIS=true (got %q): the embedded in-memory store is refused", c.RedisURL)
 	}
-	if c.RequireRedis && c.LocalMode() {
-		// Deployments set REQUIRE_REDIS: a lost SLACK_BOT_TOKEN must fail
-		// the start, not serve the sandbox, accept the public signing secret
-		// and call back private addresses, on the production Redis.
-		add("SLACK_BOT_TOKEN is required with REQUIRE_REDIS=true (a deployment): without it the bot would start in " +
-			"local mode, with the built-in Slack emulator and sandbox")
-	}
+
 	c.validateAdminAddr(add)
 	if c.ShutdownDrainDelay < 0 || c.ShutdownDrainDelay > time.Minute {
 		add("SHUTDOWN_DRAIN_DELAY must be from 0 to 1m")
@@ -419,4 +416,17 @@ func typeDescription(name string) string {
 		return "a number"
 	}
 	return ""
+}
+
+// CheckServe refuses to serve a configuration that is valid for the other
+// commands (audit verify and export need only Redis): REQUIRE_REDIS=true
+// without SLACK_BOT_TOKEN. Deployments set REQUIRE_REDIS; a lost bot token
+// must fail the start, not serve the sandbox, accept the public signing
+// secret and call back private addresses, on the production Redis.
+func (c Config) CheckServe() error {
+	if c.RequireRedis && c.LocalMode() {
+		return errors.New("SLACK_BOT_TOKEN is required with REQUIRE_REDIS=true (a deployment): without it the bot " +
+			"would start in local mode, with the built-in Slack emulator and sandbox")
+	}
+	return nil
 }

@@ -47,12 +47,15 @@ func TestConfigRequireRedisRefusesTheEmbeddedStore(t *testing.T) {
 			t.Setenv("REDIS_URL", "redis://redis:6379/0")
 			cfg, err := bot.LoadConfig()
 			if mode == "local" {
-				// A deployment that lost its bot token: refused, not run
-				// in local mode on the production Redis.
-				if err == nil || !strings.Contains(err.Error(), "SLACK_BOT_TOKEN is required with REQUIRE_REDIS=true") {
-					t.Errorf("local mode, a real REDIS_URL with REQUIRE_REDIS=true: %v; want local mode refused", err)
+				// A deployment that lost its bot token: refused to serve,
+				// not run in local mode on the production Redis; the audit
+				// commands (which load the same configuration) still run.
+				if err != nil {
+					t.Errorf("local mode, a real REDIS_URL with REQUIRE_REDIS=true: %v; the audit commands need it", err)
+				} else if err := cfg.CheckServe(); err == nil || !strings.Contains(err.Error(), "SLACK_BOT_TOKEN is required with REQUIRE_REDIS=true") {
+					t.Errorf("local mode, a real REDIS_URL with REQUIRE_REDIS=true, serving: %v; want local mode refused", err)
 				}
-			} else if err != nil || !cfg.RequireRedis || cfg.EmbeddedRedis() {
+			} else if err != nil || !cfg.RequireRedis || cfg.EmbeddedRedis() || cfg.CheckServe() != nil {
 				t.Errorf("%s mode, a real REDIS_URL with REQUIRE_REDIS=true: %v", mode, err)
 			}
 		}

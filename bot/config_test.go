@@ -38,6 +38,8 @@ func TestConfigListenAddrDefaults(t *testing.T) {
 		want                string
 	}{
 		{"local mode", "", "", false, "127.0.0.1:8080"},
+		{"local mode, set to nothing", "", "", true, "127.0.0.1:8080"},
+		{"production, set to nothing", "xoxb-1", "", true, ":8080"},
 		{"local mode, asked for every interface", "", ":8080", true, ":8080"},
 		{"production", "xoxb-1", "", false, ":8080"},
 		{"production, asked for one", "xoxb-1", "10.0.0.5:9000", true, "10.0.0.5:9000"},

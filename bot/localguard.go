@@ -17,7 +17,11 @@ import (
 //   - A request that reached a loopback address with a Host that is not a
 //     loopback name is refused (403): a page on another origin that had
 //     its name rebound to 127.0.0.1 (DNS rebinding) sends its own name.
-//     /mcp applies the same rule (mcpserver.HTTPOptions.LocalhostProtection).
+//     (/mcp applies the same rule, without INTAKE_TOKENS.) A proxy in
+//     front of a local bot must pass a loopback Host.
+//   - A cross-site request that is not a navigation (an image, a script, a
+//     fetch from another site's page: Sec-Fetch-Site) is refused, whatever
+//     its method; following a link to the sandbox is not.
 //   - A cross-origin POST, PUT, PATCH or DELETE from a browser is refused
 //     (403, net/http's CrossOriginProtection: Sec-Fetch-Site, else Origin
 //     against Host), such as a form or a text/plain fetch, which a browser
@@ -33,9 +37,16 @@ func localGuard(next http.Handler) http.Handler {
 	guarded := cop.Handler(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackHost(local.String()) &&
-			!isLoopbackHost(r.Host) {
+			r.Host != "" && !isLoopbackHost(r.Host) {
 			http.Error(w, "forbidden: Host "+r.Host+" is not a loopback name; in local mode approvalbot answers "+
-				"only http://localhost (or 127.0.0.1, [::1]) on this address", http.StatusForbidden)
+				"only http://localhost (or 127.0.0.1) on this address", http.StatusForbidden)
+			return
+		}
+		if r.Header.Get("Sec-Fetch-Site") == "cross-site" && r.Header.Get("Sec-Fetch-Mode") != "navigate" {
+			// Another site's page loading something from here (an image,
+			// a script, a fetch): none of it is for other sites. Following
+			// a link to the sandbox (a navigation) is fine.
+			http.Error(w, "forbidden: a request from another site's page", http.StatusForbidden)
 			return
 		}
 		guarded.ServeHTTP(w, r)

@@ -222,8 +222,11 @@ func NewService(d Deps) (*Service, error) {
 			"they belong to agent \"" + webhook.AnonymousAgent + "\"")
 	}
 	if shared := cfg.SharedCallbackAgents(); len(shared) > 0 {
-		d.Logger.Warn("these agents verify their decision responses and events with the one CALLBACK_SECRET, so each "+
-			"can sign, and forge, the others'; give each its own with CALLBACK_SECRETS", "agents", shared)
+		// A count, not the names: an INTAKE_TOKENS entry written the wrong
+		// way round (token:name) would have its token for a name.
+		d.Logger.Warn("agents of INTAKE_TOKENS without their own CALLBACK_SECRETS entry verify their decision responses "+
+			"and events with the one CALLBACK_SECRET, so each can sign, and forge, the others'; give each its own",
+			"agents_sharing", len(shared))
 	}
 	d.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "approvalbot_event_streams",
 		Help: "Progress event streams (SSE) open on this process; at EVENTS_MAX_STREAMS new ones get 503."},

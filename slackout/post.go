@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -194,11 +195,19 @@ func (h postJob) Handle(ctx context.Context, j store.Job) (err error) {
 const holdPlaceRetries = 3
 
 // answeredByError reports whether Slack answered the call, with an error
-// (an HTTP error status, or ok: false), rather than not at all.
+// (an HTTP error status, or ok: false), rather than not at all. A 502 or
+// 504 is a proxy's answer that it got none from Slack, which may still
+// apply the call: not an answer.
 func answeredByError(err error) bool {
 	var status slack.StatusCodeError
 	var apiErr slack.SlackErrorResponse
-	return errors.As(err, &status) || errors.As(err, &apiErr)
+	switch {
+	case errors.As(err, &status):
+		return status.Code != http.StatusBadGateway && status.Code != http.StatusGatewayTimeout
+	case errors.As(err, &apiErr):
+		return true
+	}
+	return false
 }
 
 // closedBeforeRecorded handles the post of a request that closed (resolved,

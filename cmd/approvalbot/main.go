@@ -33,7 +33,7 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := checkBuild(cfg); err != nil {
+	if err := errors.Join(cfg.CheckServe(), checkBuild(cfg)); err != nil {
 		return err
 	}
 	log := bot.NewLogger(cfg, os.Stderr)

@@ -115,3 +115,46 @@ func merge(a, b map[string]string) map[string]string {
 	}
 	return out
 }
+
+// The emulator's Web API under /sandbox/api/<method> posts, updates and
+// deletes messages: a web page must not reach it with a GET (an <img>),
+// which carries the public token in its query string. Only a token in the
+// Authorization header is taken, and another site's page loading anything
+// from here is refused.
+func TestLocalModeEmulatorAPIWantsTheTokenInTheHeader(t *testing.T) {
+	base, setup, _ := localBot(t)
+	q := url.Values{"token": {slackemu.DefaultToken}, "channel": {slackemu.ChannelApprovals}, "text": {"Forged by a web page"}}
+	get := func(path string, header map[string]string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	img := map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image"}
+	if got := get("/sandbox/api/chat.postMessage?"+q.Encode(), img); got != http.StatusForbidden {
+		t.Errorf("another site's <img>: %d, want 403", got)
+	}
+	if got := get("/sandbox/api/chat.postMessage?"+q.Encode(), nil); got != http.StatusUnauthorized {
+		t.Errorf("the token in the query string: %d, want 401", got)
+	}
+	for _, m := range setup.Emulator.Messages(slackemu.ChannelApprovals) {
+		if strings.Contains(m.Text, "Forged") {
+			t.Fatalf("a GET posted as the bot: %q", m.Text)
+		}
+	}
+	auth := map[string]string{"Authorization": "Bearer " + slackemu.DefaultToken}
+	if got := get("/sandbox/api/conversations.history?channel="+slackemu.ChannelApprovals, auth); got != http.StatusOK {
+		t.Errorf("the token in the header: %d, want 200", got)
+	}
+	nav := map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+	if got := get("/sandbox/", nav); got != http.StatusOK {
+		t.Errorf("following a link to the sandbox from another site: %d, want 200", got)
+	}
+}

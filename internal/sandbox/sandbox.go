@@ -162,6 +162,15 @@ func (sb *Sandbox) routes() {
 			http.NotFound(w, r)
 			return
 		}
+		// Only with the token in the Authorization header: Slack takes it
+		// in the query too, but then any web page could call a method that
+		// posts or deletes (an <img> sends a GET, headers cannot be set
+		// without the browser asking the server, which says no).
+		if r.URL.Query().Has("token") || !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"ok": false, "error": "not_authed",
+				"detail": "the sandbox's Web API takes the emulator's token in the Authorization header only"})
+			return
+		}
 		sb.emu.ServeHTTP(w, r)
 	})
 	mux.HandleFunc("POST /response/{token}", sb.handleResponseURL)

@@ -352,8 +352,7 @@ func TestPagesAndPassThrough(t *testing.T) {
 	e := newEnv(t, nil)
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for path, want := range map[string]string{"/sandbox/": "<title>approvalbot sandbox", "/sandbox/static/app.js": "EventSource",
-		"/sandbox/static/blockkit.js": "multi_static_select", "/sandbox/static/mrkdwn.js": "date_short_pretty",
-		"/sandbox/api/auth.test?token=" + slackemu.DefaultToken: `"ok":true`} {
+		"/sandbox/static/blockkit.js": "multi_static_select", "/sandbox/static/mrkdwn.js": "date_short_pretty"} {
 		resp, err := client.Get(e.srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
@@ -362,6 +361,19 @@ func TestPagesAndPassThrough(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), want) {
 			t.Errorf("GET %s = %d, lacks %q", path, resp.StatusCode, want)
+		}
+	}
+	// The emulator's Web API, with its token in the header (never in the
+	// query string: TestLocalModeEmulatorAPIWantsTheTokenInTheHeader).
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/sandbox/api/auth.test", nil)
+	req.Header.Set("Authorization", "Bearer "+slackemu.DefaultToken)
+	if resp, err := client.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"ok":true`) {
+			t.Errorf("GET /sandbox/api/auth.test = %d %s", resp.StatusCode, b)
 		}
 	}
 	resp, err := client.Get(e.srv.URL + "/sandbox/archives/C0APPROVALS/p1795318648030456")
