@@ -41,8 +41,11 @@ func TestGateExampleRuns(t *testing.T) {
 	b.decide(ids[0], "modify", bobToken, `{"decision_id": "action", "parameters": {"replicas": 8}}`)
 	select {
 	case err := <-done:
-		if got := strings.TrimSpace(out.String()); err != nil || got != "modified map[replicas:8 service:checkout-api]" {
-			t.Errorf("the example: %v, printed %q", err, got)
+		// What it asks and where to answer, then the verdict.
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if err != nil || len(lines) != 2 || !strings.HasPrefix(lines[0], "asking "+b.url) ||
+			lines[1] != "modified map[replicas:8 service:checkout-api]" {
+			t.Errorf("the example: %v, printed %q", err, out.String())
 		}
 	case <-time.After(guard):
 		t.Fatal("the example never printed its verdict")
