@@ -38,3 +38,32 @@ func TestSyncOutlastsAChatUpdateOutage(t *testing.T) {
 			hasControls(m), len(h.emu.CallsTo("chat.update")))
 	}
 }
+
+// A 429 on chat.update without Retry-After (a proxy dropped the header)
+// waits RATE_LIMIT_HOLD, as a post's does, not the seconds a failing
+// update's first retries are spaced by.
+func TestSync429WithoutRetryAfterWaitsTheHold(t *testing.T) {
+	t.Parallel()
+	clk := newFakeClock()
+	h := clockedHarness(t, clk, func(_ *configT, d *depsT) { d.RateLimitHold = 30 * time.Second })
+	h.startJobs()
+	id := h.postAndWait(simple(t, "sync-429", []string{alice.id}, "C0APPROVALS"))
+	h.emu.InjectHTTPStatus("chat.update", http.StatusTooManyRequests, 1)
+	ok(t, h.click(alice, id, "d1", button(blocks.ActionApprove, "true")))
+	h.waitDrained()
+	if n := len(h.emu.CallsTo("chat.update")); n != 1 {
+		t.Fatalf("%d chat.update calls after the click, want the one answered 429", n)
+	}
+	clk.Set(clk.Now().Add(10 * time.Second))
+	h.waitDrained()
+	if n := len(h.emu.CallsTo("chat.update")); n != 1 {
+		t.Errorf("%d chat.update calls 10 s after a 429, want 1: the update waits the 30 s hold", n)
+	}
+	clk.Set(clk.Now().Add(25 * time.Second))
+	h.waitDrained()
+	rec := h.record(id)
+	if m, _ := h.emu.Message(rec.Slack.Channel, rec.Slack.TS); m.Edited == 0 || rec.Slack.RenderedVersion != rec.Version {
+		t.Errorf("the message was not updated once the hold passed (edited %d, rendered %d of %d)", m.Edited,
+			rec.Slack.RenderedVersion, rec.Version)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/approvalbot/approvalbot/jobs"
@@ -34,11 +35,16 @@ func (h syncJob) Handle(ctx context.Context, j store.Job) error {
 		slack.MsgOptionText(msg.Text, false), slack.MsgOptionBlocks(msg.Blocks...))
 	if err != nil {
 		var rate *slack.RateLimitedError
+		var status slack.StatusCodeError
 		var apiErr slack.SlackErrorResponse
 		switch {
 		case errors.As(err, &rate):
 			p.opts.Metrics.updates.WithLabelValues("rate_limited").Inc()
 			return &jobs.RetryError{After: rate.RetryAfter, Free: true, Reason: "Slack rate limit on chat.update"}
+		case errors.As(err, &status) && status.Code == http.StatusTooManyRequests:
+			// Without Retry-After (a proxy dropped it): wait as a post does.
+			p.opts.Metrics.updates.WithLabelValues("rate_limited").Inc()
+			return &jobs.RetryError{After: p.opts.RateLimitHold, Free: true, Reason: "Slack answered 429 without Retry-After on chat.update"}
 		case errors.As(err, &apiErr) && permanentSlackErrors[apiErr.Err]:
 			p.opts.Metrics.updates.WithLabelValues("failed").Inc()
 			p.log.ErrorContext(ctx, "message cannot be updated", "request_id", rec.ID, "slack_error", apiErr.Err)
