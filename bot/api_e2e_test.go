@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/internal/slackemu"
-	"github.com/approvalbot/approvalbot/store"
 	"github.com/approvalbot/approvalbot/store/redistest"
 	"github.com/slack-go/slack"
 )
@@ -188,14 +187,7 @@ func TestWithdrawAfterALostPostAnswerAdoptsTheMessage(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	id := h.accept(exampleWith(t, "lost-then-withdrawn", setChannel("C0APPROVALS")))
-	job := store.Job{ID: store.JobID(store.JobPost, id), Kind: store.JobPost, RequestID: id, Attempt: 1}
-	h.emu.InjectFailAfterEffect("chat.postMessage", http.StatusBadGateway, 1)
-	if err := h.newWorker(h.slackClient(), h.store, time.Minute).Handle(ctxTimeout(t, guard), job); err == nil {
-		t.Fatal("first attempt: no error, want Slack's lost answer")
-	}
-	if msgs := h.emu.Messages("C0APPROVALS"); len(msgs) != 1 || h.record(id).Posted() {
-		t.Fatalf("after the lost answer: %d messages, recorded %v; want 1, unrecorded", len(msgs), h.record(id).Posted())
-	}
+	h.postWithLostAnswer(t, id, "C0APPROVALS")
 	if r := h.do(http.MethodDelete, "/v1/requests/"+id, tokenPM, "", nil); r.Status != http.StatusOK {
 		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
 	}

@@ -1,9 +1,6 @@
 package bot
 
-import (
-	"slices"
-	"strings"
-)
+import "strings"
 
 // validateCallbackSecrets parses CALLBACK_SECRETS: comma-separated
 // "<agent>:whsec_<base64>" pairs, each agent's own key for the decision
@@ -17,6 +14,7 @@ func (c *Config) validateCallbackSecrets(add func(format string, args ...any)) {
 		return
 	}
 	secrets := map[string]string{}
+	taken := map[string]bool{c.CallbackSecret: true, LocalCallbackSecret: true} // no agent may share these
 	for i, pair := range strings.Split(c.CallbackSecrets, ",") {
 		pair = strings.TrimSpace(pair)
 		if pair == "" {
@@ -36,13 +34,12 @@ func (c *Config) validateCallbackSecrets(add func(format string, args ...any)) {
 		case secrets[agent] != "":
 			add("CALLBACK_SECRETS: agent %q is listed twice", agent)
 			continue
-		case secret == c.CallbackSecret || secret == LocalCallbackSecret ||
-			slices.Contains(mapValues(secrets), secret):
+		case taken[secret]:
 			add("CALLBACK_SECRETS: the secret of %q is CALLBACK_SECRET's, the public local one, or another agent's: "+
 				"each agent needs its own", agent)
 			continue
 		}
-		secrets[agent] = secret
+		secrets[agent], taken[secret] = secret, true
 	}
 	c.callbackSecrets = secrets
 }
@@ -65,12 +62,4 @@ func (c Config) SharedCallbackAgents() []string {
 		return nil
 	}
 	return shared
-}
-
-func mapValues(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }

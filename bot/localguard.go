@@ -36,8 +36,8 @@ func localGuard(next http.Handler) http.Handler {
 	}))
 	guarded := cop.Handler(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackHost(local.String()) &&
-			r.Host != "" && !isLoopbackHost(r.Host) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && IsLoopbackHost(local.String()) &&
+			r.Host != "" && !IsLoopbackHost(r.Host) {
 			http.Error(w, "forbidden: Host "+r.Host+" is not a loopback name; in local mode approvalbot answers "+
 				"only http://localhost (or 127.0.0.1) on this address", http.StatusForbidden)
 			return
@@ -53,10 +53,10 @@ func localGuard(next http.Handler) http.Handler {
 	})
 }
 
-// isLoopbackHost reports whether hostport (a Host header or an address,
+// IsLoopbackHost reports whether hostport (a Host header or an address,
 // with or without a port) names the loopback interface: "localhost", a
 // name under .localhost, or a loopback IP.
-func isLoopbackHost(hostport string) bool {
+func IsLoopbackHost(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h

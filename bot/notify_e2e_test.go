@@ -1,10 +1,8 @@
 package bot_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -250,17 +248,9 @@ func TestRequesterNoticeLostAnswerIsAdopted(t *testing.T) {
 func TestRequesterNoticeTwoReplicasLeaveOne(t *testing.T) {
 	t.Parallel()
 	clk := newFakeClock()
-	entered, release := make(chan struct{}), make(chan struct{})
-	var gated atomic.Bool
 	rdb, prefix := redistest.Client(t)
 	emu := slackemu.New(slackemu.Options{Now: clk.Now})
-	stuck := dmSlack{Client: emuClient(emu), intercept: func(_ context.Context, post func() (string, string, error)) (string, string, error) {
-		if gated.CompareAndSwap(false, true) {
-			close(entered)
-			<-release
-		}
-		return post()
-	}}
+	stuck, entered, release := holdingFirstDM(emu, func(post func() (string, string, error)) (string, string, error) { return post() })
 	first := newHarnessOn(t, rdb, prefix, emu, withClock(clk), withSlack(stuck), withNotify)
 	first.startJobs()
 	now := clk.Now()

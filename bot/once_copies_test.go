@@ -62,6 +62,24 @@ func emuClient(emu *slackemu.Server) *slack.Client {
 	return slack.New(emu.Token(), slack.OptionAPIURL(emu.APIURL()), slack.OptionHTTPClient(emu.Client()))
 }
 
+// holdingFirstDM is a Slack client whose first DM waits inside its
+// chat.postMessage, before Slack has it, until release is closed (entered
+// is closed as it starts waiting); then sent decides what the caller is
+// told of it (post() is the call as usual). Other calls go straight on.
+func holdingFirstDM(emu *slackemu.Server, sent func(post func() (string, string, error)) (string, string, error)) (api dmSlack, entered, release chan struct{}) {
+	entered, release = make(chan struct{}), make(chan struct{})
+	var gated atomic.Bool
+	api = dmSlack{Client: emuClient(emu), intercept: func(_ context.Context, post func() (string, string, error)) (string, string, error) {
+		if gated.CompareAndSwap(false, true) {
+			close(entered)
+			<-release
+			return sent(post)
+		}
+		return post()
+	}}
+	return api, entered, release
+}
+
 // A reminder DM that Slack accepted but whose answer was lost (as when the
 // worker dies right after the call) is found again by the retry, not sent
 // twice.
@@ -105,17 +123,9 @@ func TestEscalationCopyLeaseOverrunLeavesOne(t *testing.T) {
 	t.Parallel()
 	clk := newFakeClock()
 	lease := func(c *configT, _ *depsT) { c.JobLease = time.Minute }
-	entered, release := make(chan struct{}), make(chan struct{})
-	var gated atomic.Bool
 	rdb, prefix := redistest.Client(t)
 	emu := slackemu.New(slackemu.Options{Now: clk.Now})
-	stuck := dmSlack{Client: emuClient(emu), intercept: func(_ context.Context, post func() (string, string, error)) (string, string, error) {
-		if gated.CompareAndSwap(false, true) {
-			close(entered)
-			<-release
-		}
-		return post()
-	}}
+	stuck, entered, release := holdingFirstDM(emu, func(post func() (string, string, error)) (string, string, error) { return post() })
 	first := newHarnessOn(t, rdb, prefix, emu, withClock(clk), withSlack(stuck), lease)
 	first.startJobs()
 	now := clk.Now()
@@ -252,21 +262,15 @@ func (h *harness) jobPending(reqID, id string) bool {
 func TestCopyLandingAfterTheCloseIsFoundAndUpdated(t *testing.T) {
 	t.Parallel()
 	clk := newFakeClock()
-	entered, release := make(chan struct{}), make(chan struct{})
-	var gated atomic.Bool
 	rdb, prefix := redistest.Client(t)
 	emu := slackemu.New(slackemu.Options{Now: clk.Now})
-	api := dmSlack{Client: emuClient(emu), intercept: func(_ context.Context, post func() (string, string, error)) (string, string, error) {
-		if gated.CompareAndSwap(false, true) {
-			close(entered)
-			<-release // the call is slow: Slack has not applied it yet
-			if _, _, err := post(); err != nil {
-				return "", "", err
-			}
-			return "", "", errors.New("connection reset after Slack accepted the message")
+	// The call is slow (Slack has not applied it yet), then its answer is lost.
+	api, entered, release := holdingFirstDM(emu, func(post func() (string, string, error)) (string, string, error) {
+		if _, _, err := post(); err != nil {
+			return "", "", err
 		}
-		return post()
-	}}
+		return "", "", errors.New("connection reset after Slack accepted the message")
+	})
 	h := newHarnessOn(t, rdb, prefix, emu, withClock(clk), withSlack(api))
 	h.startJobs()
 	now := clk.Now()

@@ -290,6 +290,21 @@ func TestInternalErrorAfterAcceptedPostIsNotRepeated(t *testing.T) {
 	h.onlyMessage(id, "C0APPROVALS")
 }
 
+// postWithLostAnswer runs request id's post job once, Slack posting its
+// message to channel and losing the answer (a 502 after acting): the
+// message is in the channel, the request does not record it.
+func (h *harness) postWithLostAnswer(t *testing.T, id, channel string) {
+	t.Helper()
+	job := store.Job{ID: store.JobID(store.JobPost, id), Kind: store.JobPost, RequestID: id, Attempt: 1}
+	h.emu.InjectFailAfterEffect("chat.postMessage", http.StatusBadGateway, 1)
+	if err := h.newWorker(h.slackClient(), h.store, time.Minute).Handle(ctxTimeout(t, guard), job); err == nil {
+		t.Fatal("first attempt: no error, want Slack's lost answer")
+	}
+	if msgs := h.emu.Messages(channel); len(msgs) != 1 || h.record(id).Posted() {
+		t.Fatalf("after the lost answer: %d messages, recorded %v; want 1, unrecorded", len(msgs), h.record(id).Posted())
+	}
+}
+
 // Slack posts the message and its answer is lost (a 502 after acting); the
 // reviewer, who sees the message, resolves the request from it before the
 // post's retry. The retry finds the request closed: it must still adopt the
@@ -304,14 +319,7 @@ func TestLostPostAnswerThenResolvedIsAdoptedAndUpdated(t *testing.T) {
 		data["decisions"] = data["decisions"].([]any)[:1]
 		setChannel("C0APPROVALS")(doc)
 	}))
-	job := store.Job{ID: store.JobID(store.JobPost, id), Kind: store.JobPost, RequestID: id, Attempt: 1}
-	h.emu.InjectFailAfterEffect("chat.postMessage", http.StatusBadGateway, 1)
-	if err := h.newWorker(h.slackClient(), h.store, time.Minute).Handle(ctxTimeout(t, guard), job); err == nil {
-		t.Fatal("first attempt: no error, want Slack's lost answer")
-	}
-	if msgs := h.emu.Messages("C0APPROVALS"); len(msgs) != 1 || h.record(id).Posted() {
-		t.Fatalf("after the lost answer: %d messages, recorded %v; want 1, unrecorded", len(msgs), h.record(id).Posted())
-	}
+	h.postWithLostAnswer(t, id, "C0APPROVALS")
 	ok(t, h.sendInteraction(map[string]any{"type": "block_actions",
 		"user": map[string]any{"id": alice.id, "name": "alice"}, "channel": map[string]any{"id": "C0APPROVALS"},
 		"actions": []any{action{"action_id": blocks.ActionApprove, "block_id": blocks.BlockID(1, id, "d1"), "type": "button", "value": "true"}}}))

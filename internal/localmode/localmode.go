@@ -111,7 +111,7 @@ func NewSlack(cfg bot.Config, m *bot.Metrics, log *slog.Logger, logOut io.Writer
 	log.Warn("SLACK_BOT_TOKEN is not set: LOCAL MODE. Messages go to the built-in Slack emulator, "+
 		"not to Slack; each one is printed below. Open the sandbox to see them as Slack would and answer them.",
 		"sandbox", sandboxURL+"/", "default_channel", cfg.SlackDefaultChannel)
-	if host, _, err := net.SplitHostPort(cfg.ListenAddr); err != nil || !loopbackAddr(host) {
+	if !bot.IsLoopbackHost(cfg.ListenAddr) { // ":8080" is every interface
 		log.Warn("LISTEN_ADDR is not a loopback address: other machines can reach this local bot, and anyone who "+
 			"does can act as any member of its sandbox; use it on a trusted network only", "listen_addr", cfg.ListenAddr)
 	}
@@ -145,14 +145,4 @@ func BaseURL(listenAddr string) string {
 		host = "localhost" // (local mode's default is 127.0.0.1:8080)
 	}
 	return "http://" + net.JoinHostPort(host, port)
-}
-
-// loopbackAddr reports whether a listen address's host is loopback only
-// ("" and wildcards are every interface).
-func loopbackAddr(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -38,23 +38,7 @@ func TestLocalModeRefusesWebPages(t *testing.T) {
 	rebound := "attacker.example:" + host[strings.LastIndex(host, ":")+1:]
 	send := func(method, path, body string, header map[string]string) int {
 		t.Helper()
-		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range header {
-			if k == "Host" {
-				req.Host = v
-			} else {
-				req.Header.Set(k, v)
-			}
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return statusOf(t, method, base+path, body, header)
 	}
 	answered := func() bool {
 		rec, err := st.Get(context.Background(), id)
@@ -106,6 +90,29 @@ func TestLocalModeRefusesWebPages(t *testing.T) {
 	}
 }
 
+// statusOf sends a request with header (its "Host" as the request's Host)
+// and returns the status it is answered.
+func statusOf(t *testing.T, method, target, body string, header map[string]string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, target, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 func merge(a, b map[string]string) map[string]string {
 	out := map[string]string{}
 	for _, m := range []map[string]string{a, b} {
@@ -126,16 +133,7 @@ func TestLocalModeEmulatorAPIWantsTheTokenInTheHeader(t *testing.T) {
 	q := url.Values{"token": {slackemu.DefaultToken}, "channel": {slackemu.ChannelApprovals}, "text": {"Forged by a web page"}}
 	get := func(path string, header map[string]string) int {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
-		for k, v := range header {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return statusOf(t, http.MethodGet, base+path, "", header)
 	}
 	img := map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image"}
 	if got := get("/sandbox/api/chat.postMessage?"+q.Encode(), img); got != http.StatusForbidden {
