@@ -62,8 +62,8 @@ func (s *postStore) RecordPost(_ context.Context, id, channel, ts string, _ int6
 	s.recs[id] = rec
 	return nil
 }
-func (s *postStore) NoteChannelID(context.Context, string, string) error { return nil }
-func (s *postStore) SetPermalink(context.Context, string, string) error  { return nil }
+func (s *postStore) NoteChannelID(context.Context, string, string) error                { return nil }
+func (s *postStore) SetPermalink(context.Context, string, string, string, string) error { return nil }
 
 // followUpFixture is a request of deploy-bot following up its deferred
 // req-first, with that request and another agent's stored too.

@@ -250,7 +250,7 @@ func (p *poster) permalink(ctx context.Context, id, channel, ts string) error {
 		p.log.WarnContext(ctx, "could not fetch the message permalink", "request_id", id, "err", err)
 		return nil
 	}
-	if err := p.opts.Store.SetPermalink(ctx, id, link); err != nil {
+	if err := p.opts.Store.SetPermalink(ctx, id, channel, ts, link); err != nil {
 		p.log.WarnContext(ctx, "could not store the message permalink", "request_id", id, "err", err)
 	}
 	return nil

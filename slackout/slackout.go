@@ -45,7 +45,7 @@ type Store interface {
 	NoteChannelID(ctx context.Context, name, id string) error
 	ChannelID(ctx context.Context, name string) (string, error)
 	MarkSynced(ctx context.Context, id string, renderedVersion int64) error
-	SetPermalink(ctx context.Context, id, link string) error
+	SetPermalink(ctx context.Context, id, channel, ts, link string) error
 	SetMentions(ctx context.Context, id string, mentions []string, members ...string) error
 	RecordPostError(ctx context.Context, id, code string, permanent bool) error
 	TakePostTurn(ctx context.Context, t store.PostTurn, p store.Pacing) (store.Turn, error)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -98,13 +99,31 @@ type chainHead struct {
 	hash string
 }
 
+// parseHead reads a head in either form: String's or field's.
 func parseHead(s string) chainHead {
 	seq, h, _ := strings.Cut(s, ":")
 	n, _ := strconv.ParseInt(seq, 10, 64)
+	if len(h) == base64.RawStdEncoding.EncodedLen(sha256.Size) {
+		if raw, err := base64.RawStdEncoding.DecodeString(h); err == nil {
+			h = hex.EncodeToString(raw)
+		}
+	}
 	return chainHead{seq: n, hash: h}
 }
 
+// String is "<seq>:<hash in hex>", as the shards' head and base keys hold it.
 func (c chainHead) String() string { return strconv.FormatInt(c.seq, 10) + ":" + c.hash }
+
+// field is the head as a request's audit_head field holds it: the hash in
+// base64, as its chain's entries hold it (auditcompact.go), so the field
+// keeps under 64 bytes (storedDocument says why that matters).
+func (c chainHead) field() string {
+	raw, err := hex.DecodeString(c.hash)
+	if err != nil || len(raw) != sha256.Size {
+		return c.String()
+	}
+	return strconv.FormatInt(c.seq, 10) + ":" + base64.RawStdEncoding.EncodeToString(raw)
+}
 
 // Audit returns a request's audit chain, oldest first.
 func (s *Store) Audit(ctx context.Context, id string) ([]AuditEntry, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,7 @@ func TestCompactStorage(t *testing.T) {
 	for name, b := range rawBackends() {
 		t.Run(name, func(t *testing.T) {
 			t.Run("Request", func(t *testing.T) { testCompactRequest(t, b(t, "")) })
+			t.Run("PendingHashIsListpack", func(t *testing.T) { testPendingHashIsListpack(t, b(t, "k")) })
 			t.Run("OldFormatRecord", func(t *testing.T) { testOldFormatRecord(t, b(t, "")) })
 			t.Run("AuditChainMixedForms", func(t *testing.T) { testAuditChainMixedForms(t, b(t, "k")) })
 		})
@@ -73,8 +75,11 @@ func testCompactRequest(t *testing.T, f retentionFixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if doc := h["doc"]; doc == "" || doc[0] != 0x01 || len(doc) >= len(n.Document) {
-		t.Errorf("stored doc is %d bytes starting %q; want it compressed (document %d bytes)", len(doc), doc[:1], len(n.Document))
+	if doc, ok := h["doc"]; ok {
+		t.Errorf("the request's hash holds its document (%d bytes); it has a key of its own", len(doc))
+	}
+	if doc := rdb.Get(f.ctx, f.key(shardOf(id), "doc:"+id)).Val(); doc == "" || doc[0] != 0x01 || len(doc) >= len(n.Document) {
+		t.Errorf("stored doc is %d bytes (%.1q); want it compressed (document %d bytes)", len(doc), doc, len(n.Document))
 	}
 	for _, field := range []string{"id", "version", "response_url", "timers", "reviewer_idx", "mentions"} {
 		if v, ok := h[field]; ok {
@@ -103,7 +108,7 @@ func testCompactRequest(t *testing.T, f retentionFixture) {
 	// request of the seed's shape (no response_url, reviewers or events URL)
 	// keeps to 16 once its permalink is in, and never held more (the
 	// change deletes before it sets).
-	if err := s.SetPermalink(f.ctx, id, "https://example.slack.com/archives/C0APPROVALS/p1700000000000100"); err != nil {
+	if err := s.SetPermalink(f.ctx, id, "C0APPROVALS", "1700000000.000100", "https://example.slack.com/archives/C0APPROVALS/p1700000000000100"); err != nil {
 		t.Fatal(err)
 	}
 	if n := rdb.HLen(f.ctx, f.key(shardOf(id), "req:"+id)).Val(); n > 16 {
@@ -226,5 +231,65 @@ func testAuditChainMixedForms(t *testing.T, f retentionFixture) {
 	}
 	if _, problems, _ := s.VerifiedAudit(f.ctx, id); len(problems) == 0 {
 		t.Error("a chain missing its first entry verifies")
+	}
+}
+
+// testPendingHashIsListpack: a pending request as production makes them (a
+// UUID for its id, timers, reviewers, posted, its permalink in) holds no
+// value over 64 bytes in its hash, so real Redis keeps the hash a listpack
+// (~1 KB less than a hash table: storedDocument), and reads back whole:
+// its timers, its permalink, its document, an audit chain that verifies
+// after a change wrote its head again.
+func testPendingHashIsListpack(t *testing.T, f retentionFixture) {
+	rdb, s, clk := f.rdb, f.s, f.clk
+	id := "3f2b8c1e-9d4a-4e7b-a6c5-0b1d2e3f4a5b"
+	n := newReq(id, "agent-a")
+	n.Document = bigDoc(id)
+	n.Reviewers = []string{"U0ALICE0001", "U0BOB00002"}
+	n.Deadline = clk.Now().Add(24 * time.Hour)
+	n.Timers = []store.JobAt{
+		{ID: store.JobID(store.JobExpire, id), At: n.Deadline},
+		{ID: store.TimerID(store.JobEscalate, id, 0), At: clk.Now().Add(time.Hour)},
+		{ID: store.TimerID(store.JobRemind, id, 0), At: clk.Now().Add(10 * time.Minute)},
+		{ID: store.TimerID(store.JobRemind, id, 1), At: clk.Now().Add(20 * time.Minute)},
+	}
+	f.mustCreate(t, n)
+	const channel, ts = "C0123456789", "1795758439.876381"
+	link := "https://acme-corporation.enterprise.slack.com/archives/" + channel + "/p1795758439876381"
+	if _, err := s.BeginPost(f.ctx, id, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordPost(f.ctx, id, channel, ts, 1, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPermalink(f.ctx, id, channel, ts, link); err != nil {
+		t.Fatal(err)
+	}
+	// A change writes the audit head again (and the timers: a reminder more).
+	next := store.TimerID(store.JobRemind, id, 2)
+	if _, err := s.Update(f.ctx, id, func(store.Record) (*store.Change, error) {
+		return &store.Change{Timers: []store.JobAt{{ID: next, At: clk.Now().Add(30 * time.Minute)}},
+			Audit: []store.AuditEvent{{Event: "reminded", Actor: "system"}}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	key := f.key(shardOf(id), "req:"+id)
+	for field, v := range rdb.HGetAll(f.ctx, key).Val() {
+		if len(v) > 64 {
+			t.Errorf("field %s holds %d bytes (%q): over 64, the hash is a hash table", field, len(v), v)
+		}
+	}
+	if enc, err := rdb.ObjectEncoding(f.ctx, key).Result(); err == nil && enc != "listpack" {
+		t.Errorf("the pending request's hash is a %s, want a listpack", enc) // (the embedded store has no encodings)
+	}
+	got := f.mustGet(t, id)
+	wantTimers := []string{n.Timers[0].ID, n.Timers[1].ID, n.Timers[2].ID, n.Timers[3].ID, next}
+	if !slices.Equal(got.Timers, wantTimers) || got.Slack.Permalink != link || !bytes.Equal(got.Document, n.Document) {
+		t.Errorf("Get = timers %q, permalink %q, document %d bytes; want %q, %q, %d bytes",
+			got.Timers, got.Slack.Permalink, len(got.Document), wantTimers, link, len(n.Document))
+	}
+	rep, err := s.VerifyAll(f.ctx)
+	if err != nil || len(rep.Problems) > 0 {
+		t.Errorf("VerifyAll = %v, %v; want no problem", rep.Problems, err)
 	}
 }

@@ -371,15 +371,16 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	// ~50 bytes of Redis, and decodeRecord reads an absent one as its
 	// default. Nor is the id: the key names it.
 	fields := make([]any, 0, 28)
+	p.Set(ctx, s.keys.document(n.ID), encodeDoc(n.Document), 0) // not a field: storedDocument says why
 	fields = append(fields, "agent", n.Agent, "status", string(aah.StatusPending),
-		"doc", encodeDoc(n.Document), "hash", n.BodyHash, "channel", n.Channel,
+		"hash", n.BodyHash, "channel", n.Channel,
 		"received_ms", strconv.FormatInt(ms, 10), "updated_ms", strconv.FormatInt(ms, 10),
-		"audit_head", reqHead.String())
+		"audit_head", reqHead.field())
 	if n.ResponseURL != "" {
 		fields = append(fields, "response_url", n.ResponseURL)
 	}
 	if len(timerIDs) > 0 {
-		fields = append(fields, "timers", jsonStrings(timerIDs))
+		fields = append(fields, "timers", encodeTimers(n.ID, timerIDs))
 	}
 	if len(reviewers) > 0 {
 		fields = append(fields, reviewerIdxField, jsonStrings(reviewers))

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -13,7 +14,7 @@ import (
 // the largest part of every request (issue #17). createEvents writes the
 // event's data without "request" (and without "request_link": a document
 // too large to inline is linked as before), and fillRequested, as
-// EventsAfter reads the stream, adds the document from the request hash,
+// EventsAfter reads the stream, adds the document the request stores,
 // or the link when the request is no longer stored (deleted by retention,
 // or the id now names a later request). Events written before this change
 // carry "request" or "request_link" themselves and are left as they are.
@@ -25,6 +26,7 @@ func (s *Store) fillRequested(ctx context.Context, evs []Event) error {
 		i    int
 		data map[string]json.RawMessage
 		cmd  *redis.SliceCmd
+		doc  *redis.StringCmd
 	}
 	var todo []pending
 	for i, e := range evs {
@@ -48,11 +50,13 @@ func (s *Store) fillRequested(ctx context.Context, evs []Event) error {
 	}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for j := range todo {
-			todo[j].cmd = p.HMGet(ctx, s.keys.request(evs[todo[j].i].RequestID), "doc", "received_ms")
+			id := evs[todo[j].i].RequestID
+			todo[j].cmd = p.HMGet(ctx, s.keys.request(id), "doc", "received_ms")
+			todo[j].doc = p.Get(ctx, s.keys.document(id))
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) { // redis.Nil: a request without its doc key
 		return err
 	}
 	for _, t := range todo {
@@ -61,7 +65,13 @@ func (s *Store) fillRequested(ctx context.Context, evs []Event) error {
 		for k, v := range t.data {
 			d[k] = v
 		}
-		inline(d, "request", storedDocOf(t.cmd.Val(), e.At.UnixMilli()), e.RequestID)
+		v := t.cmd.Val()
+		if len(v) == 2 && v[0] == nil {
+			if doc, err := t.doc.Result(); err == nil {
+				v[0] = doc // stored in its own key (storedDocument)
+			}
+		}
+		inline(d, "request", storedDocOf(v, e.At.UnixMilli()), e.RequestID)
 		e.Data = json.RawMessage(mustJSON(d))
 	}
 	return nil

@@ -118,7 +118,7 @@ func TestHomeJobs(t *testing.T) {
 			}
 			// The link comes after the post is marked, maybe after the home
 			// job above ran: it refreshes the tabs again.
-			if err := f.s.SetPermalink(f.ctx, "hj-1", "https://example.slack.com/archives/C0APPROVALS/p1000001"); err != nil {
+			if err := f.s.SetPermalink(f.ctx, "hj-1", "C0APPROVALS", "1000.001", "https://example.slack.com/archives/C0APPROVALS/p1000001"); err != nil {
 				t.Fatal(err)
 			}
 			if got := drain(); !slices.Equal(got, []string{home}) {

@@ -16,11 +16,13 @@ const Shards = 16
 
 // This file builds every Redis key approvalbot uses; nothing else formats one.
 //
-//	<p>:{sNN}:req:<id>                 hash    one request (fields in record.go, doc compressed: doccodec.go; a
-//	                                           field holding its default is not stored; the event callback's,
-//	                                           events_url, events_types, events_cursor, events_state,
-//	                                           events_attempts, events_failing, events_error, events_next_ms,
-//	                                           in evdelivery.go)
+//	<p>:{sNN}:req:<id>                 hash    one request (fields in record.go; a field holding its default is
+//	                                           not stored; the event callback's, events_url, events_types,
+//	                                           events_cursor, events_state, events_attempts, events_failing,
+//	                                           events_error, events_next_ms, in evdelivery.go). Its "doc" field
+//	                                           holds the document in requests stored before the doc key.
+//	<p>:{sNN}:doc:<id>                 string  the request's document as stored (compressed: doccodec.go),
+//	                                           written once by its create (record.go: storedDocument)
 //	<p>:{sNN}:idx:status:<status>      zset    request ids by status, score = received ms
 //	<p>:{sNN}:idx:agent:<agent>:all    zset    an agent's request ids, score = received ms
 //	<p>:{sNN}:idx:agent:<agent>:<st>   zset    an agent's request ids in one status
@@ -55,7 +57,7 @@ const Shards = 16
 //	<p>:{sNN}:homepub:<user id>        string  when the user's last Home publish was scheduled (ms), for a window
 //	<p>:{sNN}:events                   stream  the shard's progress events (progress.go): request_id, agent,
 //	                                           type, at (ms), data (JSON; input:requested's document is read
-//	                                           from the request hash: eventdoc.go); ids "<ms>-<seq>" of the store's
+//	                                           from the request's doc key: eventdoc.go); ids "<ms>-<seq>" of the store's
 //	                                           clock, written with the change they describe, trimmed to
 //	                                           EVENTS_RETENTION as entries are added
 //	<p>:{sNN}:copies:<id>              hash    the request's other Slack messages (reminder and escalation
@@ -132,6 +134,10 @@ func shardOf(requestID string) int {
 func (k keys) slot(shard int) string { return k.slots[shard] }
 
 func (k keys) request(id string) string { return k.slot(shardOf(id)) + ":req:" + id }
+
+// document is the key of a request's stored document (storedDocument in
+// record.go says why it is not a field of the request's hash).
+func (k keys) document(id string) string { return k.slot(shardOf(id)) + ":doc:" + id }
 
 func (k keys) statusIndex(shard int, st aah.Status) string {
 	return k.slot(shard) + ":idx:status:" + string(st)

@@ -104,16 +104,18 @@ func (s *Store) getMany(ctx context.Context, entries []listEntry) ([]Record, err
 	}
 	// One pipeline; on Cluster go-redis splits it per node.
 	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, len(entries))
+	reads := make([]storedRead, len(entries))
 	for i, e := range entries {
-		cmds[i] = pipe.HGetAll(ctx, s.keys.request(e.id))
+		reads[i] = s.queueRead(ctx, pipe, e.id, true)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("store: load listed requests: %w", err)
-	}
+	_, perr := pipe.Exec(ctx)
 	out := make([]Record, 0, len(entries))
-	for i, c := range cmds {
-		if h := c.Val(); len(h) > 0 {
+	for i, r := range reads {
+		h, err := r.fields(perr)
+		if err != nil {
+			return nil, fmt.Errorf("store: load listed requests: %w", err)
+		}
+		if len(h) > 0 {
 			out = append(out, decodeRecord(entries[i].id, h))
 		}
 	}

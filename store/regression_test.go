@@ -85,7 +85,7 @@ func TestSettersDoNotCreateRecords(t *testing.T) {
 	f := newFixture(t, realRedis())
 	calls := map[string]func() error{
 		"MarkSynced":      func() error { return f.s.MarkSynced(f.ctx, "ghost", 2) },
-		"SetPermalink":    func() error { return f.s.SetPermalink(f.ctx, "ghost", "https://x") },
+		"SetPermalink":    func() error { return f.s.SetPermalink(f.ctx, "ghost", "", "", "https://x") },
 		"SetMentions":     func() error { return f.s.SetMentions(f.ctx, "ghost", []string{"<@U1>"}) },
 		"RecordPostError": func() error { return f.s.RecordPostError(f.ctx, "ghost", "channel_not_found", true) },
 	}

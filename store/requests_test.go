@@ -299,7 +299,7 @@ func testRecordFields(t *testing.T, newStore backend) {
 		check("MarkSynced")
 
 		link := "https://example.slack.com/archives/C0REAL/p1700000000000500"
-		if err := f.s.SetPermalink(f.ctx, n.ID, link); err != nil {
+		if err := f.s.SetPermalink(f.ctx, n.ID, "", "", link); err != nil {
 			t.Fatal(err)
 		}
 		want.Slack.Permalink = link

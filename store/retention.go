@@ -302,7 +302,8 @@ func (s *Store) deleteRequest(ctx context.Context, id string, st aah.Status, cut
 	keys := []string{s.keys.request(id), s.keys.auditRequest(id), s.keys.deliveries(id), s.keys.copies(id),
 		s.keys.statusIndex(shard, st), s.keys.agentIndex(shard, agent, ""), s.keys.agentIndex(shard, agent, st),
 		s.keys.auditShardExported(shard), k.due, k.inflight,
-		s.keys.openIndex(shard), s.keys.deadlineIndex(shard), s.keys.channelIndex(shard, channel)}
+		s.keys.openIndex(shard), s.keys.deadlineIndex(shard), s.keys.channelIndex(shard, channel),
+		s.keys.document(id)}
 	args := []any{string(st), agent, channel, cutoff}
 	for _, kind := range retainedJobKinds {
 		args = append(args, jobID(kind, id))

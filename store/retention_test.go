@@ -163,7 +163,7 @@ func testRetentionSweep(t *testing.T, f retentionFixture) {
 	if _, err := f.s.Audit(f.ctx, oldClosed); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Audit of a deleted request: %v", err)
 	}
-	for _, k := range []string{"req:" + oldClosed, "audit:" + oldClosed, "deliveries:" + oldClosed, "copies:" + oldClosed} {
+	for _, k := range []string{"req:" + oldClosed, "doc:" + oldClosed, "audit:" + oldClosed, "deliveries:" + oldClosed, "copies:" + oldClosed} {
 		if n := f.rdb.Exists(f.ctx, f.key(shard, k)).Val(); n != 0 {
 			t.Errorf("%s survived the sweep", k)
 		}

@@ -349,6 +349,7 @@ return 1
 //	KEYS[11] -> <p>:{sNN}:idx:open
 //	KEYS[12] -> <p>:{sNN}:idx:deadline
 //	KEYS[13] -> <p>:{sNN}:idx:channel:<channel>
+//	KEYS[14] -> <p>:{sNN}:doc:<id>
 //	ARGV[1]  -> request id
 //	ARGV[2]  -> status (closed)
 //	ARGV[3]  -> agent
@@ -369,7 +370,7 @@ end
 local gseq = tonumber(h[7])
 local mark = tonumber(redis.call('GET', KEYS[8]) or '0') or 0
 if not gseq or gseq > mark then return 2 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[14])
 for i = 5, 7 do redis.call('ZREM', KEYS[i], ARGV[1]) end
 for i = 11, 13 do redis.call('ZREM', KEYS[i], ARGV[1]) end
 return 1

@@ -60,12 +60,9 @@ func (s *Store) update(ctx context.Context, id string, decide func(Record) (*Cha
 		if err != nil {
 			return Record{}, err
 		}
-		err = s.watchRead(ctx, reqKey, func(tx *redis.Tx, h map[string]string) error {
+		err = s.watchRead(ctx, id, reread, func(tx *redis.Tx, h map[string]string) error {
 			if len(h) == 0 {
 				return ErrNotFound
-			}
-			if !reread {
-				delete(h, "doc") // change: see there
 			}
 			rec := decodeRecord(id, h)
 			ch, err := decide(rec)
@@ -131,9 +128,11 @@ func (s *Store) update(ctx context.Context, id string, decide func(Record) (*Cha
 	return Record{}, fmt.Errorf("store: update %s: too much contention", id)
 }
 
-// watchRead runs fn in a transaction that WATCHes key, with key's hash as
-// read under the watch (empty when there is none). fn either ends it with
-// its MULTI/EXEC or returns without one.
+// watchRead runs fn in a transaction that WATCHes request id's hash, with
+// the hash as read under the watch (empty when there is none) and, when
+// document is true, the request's document in its "doc" field
+// (storedRead.fields). fn either ends it with its MULTI/EXEC or returns
+// without one.
 //
 // On one Redis node (standalone or Sentinel's master) the WATCH and the
 // read go in one round trip: Redis runs them in order on the connection,
@@ -144,11 +143,17 @@ func (s *Store) update(ctx context.Context, id string, decide func(Record) (*Cha
 // before the connection goes back to the pool. A Cluster client's Watch
 // finds the key's node (following MOVED) first: there the two go one by
 // one.
-func (s *Store) watchRead(ctx context.Context, key string, fn func(tx *redis.Tx, h map[string]string) error) error {
+func (s *Store) watchRead(ctx context.Context, id string, document bool, fn func(tx *redis.Tx, h map[string]string) error) error {
+	key := s.keys.request(id)
 	c, ok := s.rdb.(*redis.Client)
 	if !ok {
 		return s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			h, err := tx.HGetAll(ctx, key).Result()
+			var r storedRead
+			_, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+				r = s.queueRead(ctx, p, id, document)
+				return nil
+			})
+			h, err := r.fields(err)
 			if err != nil {
 				return err
 			}
@@ -157,10 +162,12 @@ func (s *Store) watchRead(ctx context.Context, key string, fn func(tx *redis.Tx,
 	}
 	return c.Watch(ctx, func(tx *redis.Tx) (err error) {
 		var watch *redis.Cmd
-		var read *redis.MapStringStringCmd
+		var read storedRead
 		_, err = tx.Pipelined(ctx, func(p redis.Pipeliner) error {
 			watch = p.Do(ctx, "watch", key)
-			read = p.HGetAll(ctx, key)
+			// The document is not watched: it is written once, with the
+			// hash, and never changed.
+			read = s.queueRead(ctx, p, id, document)
 			return nil
 		})
 		if watch.Err() != nil {
@@ -178,8 +185,9 @@ func (s *Store) watchRead(ctx context.Context, key string, fn func(tx *redis.Tx,
 				cancel()
 			}
 		}()
-		if err == nil {
-			err = fn(tx, read.Val())
+		var h map[string]string
+		if h, err = read.fields(err); err == nil {
+			err = fn(tx, h)
 		}
 		armed = err != nil && !errors.Is(err, redis.TxFailedErr) && !redis.IsExecAbortError(err)
 		return err
@@ -292,7 +300,7 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 		ch.Jobs = append(ch.Jobs, JobAt{ID: jobID(JobHome, rec.ID), At: now})
 	}
 	if len(ch.Timers) > 0 || len(timers) != len(rec.Timers) {
-		fields = append(fields, "timers", mustJSON(timers))
+		fields = append(fields, "timers", encodeTimers(rec.ID, timers))
 	}
 	if ch.Bump {
 		fields = append(fields, "version", rec.Version+1)
@@ -302,7 +310,7 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 	}
 	if len(ch.Audit) > 0 {
 		reqHead = s.queueAudit(ctx, p, rec.ID, now, reqHead, ch.Audit, false)
-		fields = append(fields, "audit_head", reqHead.String())
+		fields = append(fields, "audit_head", reqHead.field())
 	}
 	// The fields a change deletes go before those it sets (the two never
 	// overlap): Redis sizes a hash's table for the most fields it ever held

@@ -108,7 +108,7 @@ func TestUpdateDecidesAgainWhenTheRequestChangedMeanwhile(t *testing.T) {
 				permalinks = append(permalinks, r.Slack.Permalink)
 				if calls == 1 {
 					// Another writer, between the read and the EXEC.
-					if err := f.s.SetPermalink(f.ctx, rec.ID, "https://example.slack.com/p1"); err != nil {
+					if err := f.s.SetPermalink(f.ctx, rec.ID, "", "", "https://example.slack.com/p1"); err != nil {
 						return nil, err
 					}
 				}

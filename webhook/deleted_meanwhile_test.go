@@ -27,23 +27,36 @@ func (h *afterHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *afterHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		h.mu.Lock()
-		fn := h.fn
-		if a := cmd.Args(); fn != nil && cmd.Name() == h.name && len(a) > 1 && a[1] == h.key {
-			h.fn = nil
-		} else {
-			fn = nil
-		}
-		h.mu.Unlock()
-		if fn != nil {
-			fn(ctx)
+		h.after(ctx, cmd)
+		return err
+	}
+}
+
+// The store reads a request's hash alone or in a pipeline with its
+// document: the hook runs after either.
+func (h *afterHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			h.after(ctx, cmd)
 		}
 		return err
 	}
 }
 
-func (h *afterHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+// after runs fn once, after the command named name on key.
+func (h *afterHook) after(ctx context.Context, cmd redis.Cmder) {
+	h.mu.Lock()
+	fn := h.fn
+	if a := cmd.Args(); fn != nil && cmd.Name() == h.name && len(a) > 1 && a[1] == h.key {
+		h.fn = nil
+	} else {
+		fn = nil
+	}
+	h.mu.Unlock()
+	if fn != nil {
+		fn(ctx)
+	}
 }
 
 // A resubmission is let past the limits because the agent stored that very
