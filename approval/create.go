@@ -75,6 +75,8 @@ func (c *Core) Create(ctx context.Context, s Submission) (rec store.Record, crea
 		Events:      req.Events,
 		// Nobody to tell how it ends: closing it schedules no notice.
 		NoRequester: len(req.Requester()) == 0,
+		// Decided by the default reviewers, whose lists show it.
+		Unnamed: !req.NamesDeciders(),
 		// Resolved at once by a standing approval, if one covers it.
 		MatchGrants: match,
 	})

@@ -73,12 +73,12 @@ func HomeView(h Home) slack.HomeTabViewRequest {
 	return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: out}, CallbackID: HomeCallbackID}
 }
 
-// homeWaitingScope says which requests "Waiting for you" lists: those
-// naming nobody are the default reviewers', listed by "/approvals all".
+// homeWaitingScope says which requests "Waiting for you" lists.
 func homeWaitingScope(command string) string {
-	scope := "Requests that name you (or a group or role of yours), or were escalated to you."
+	scope := "Requests that name you (or a group or role of yours), were escalated to you, or name nobody " +
+		"when you are one of the workspace's default reviewers."
 	if command != "" {
-		scope += " Those naming nobody go to the workspace's default reviewers: `" + escape(command) + " all` lists them."
+		scope += " `" + escape(command) + " all` lists every open request."
 	}
 	return scope
 }

@@ -225,13 +225,15 @@ func TestSlashCommandListings(t *testing.T) {
 	nobody := h.accept(simple(t, "cmd-l-nobody", nil, "C0OTHER"))
 	h.waitIdle() // posted: the email resolved and the mention indexed Alice
 
-	if got := h.listed(alice, ""); !sameSet(got, []string{forAlice, forBoth, byEmail}) {
+	// The request naming nobody waits for the workspace's default
+	// reviewers (Alice and Bob here, DEFAULT_REVIEWERS), who decide it.
+	if got := h.listed(alice, ""); !sameSet(got, []string{forAlice, forBoth, byEmail, nobody}) {
 		t.Errorf("alice mine = %v", got)
 	}
-	if got := h.listed(alice, "mine"); !sameSet(got, []string{forAlice, forBoth, byEmail}) {
+	if got := h.listed(alice, "mine"); !sameSet(got, []string{forAlice, forBoth, byEmail, nobody}) {
 		t.Errorf("alice mine = %v", got)
 	}
-	if got := h.listed(bob, "mine"); !sameSet(got, []string{forBoth, forBob}) {
+	if got := h.listed(bob, "mine"); !sameSet(got, []string{forBoth, forBob, nobody}) {
 		t.Errorf("bob mine = %v", got)
 	}
 	if rep := h.slash(mallory, "mine"); len(rep.ids(t)) != 0 || !contains(rep.text(), "Nothing is waiting for you") {
@@ -249,6 +251,13 @@ func TestSlashCommandListings(t *testing.T) {
 	}
 	if got := h.listed(mallory, "all"); !sameSet(got, []string{forAlice, forBoth, forBob, byEmail, nobody}) {
 		t.Errorf("all = %v", got)
+	}
+	// Closed, it leaves the default reviewers' lists with the others.
+	if r := h.do(http.MethodDelete, "/v1/requests/"+nobody, tokenPM, "", nil); r.Status != http.StatusOK {
+		t.Fatalf("withdraw %s: %d %s", nobody, r.Status, r.Body)
+	}
+	if got := h.listed(bob, "mine"); !sameSet(got, []string{forBoth, forBob}) {
+		t.Errorf("bob mine after %s was withdrawn = %v", nobody, got)
 	}
 	// A listed request shows its agent, what is unanswered and a permalink.
 	text := h.slash(alice, "mine").text()

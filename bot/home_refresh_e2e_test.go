@@ -123,6 +123,31 @@ func TestHomeTabFollowsCreateAndWithdraw(t *testing.T) {
 	}
 }
 
+// A request naming nobody is decided by the workspace's default reviewers
+// (Alice and Bob here): it is theirs to see, on their tabs as it comes and
+// goes, and nobody else's.
+func TestHomeTabFollowsRequestNamingNobody(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startJobs()
+	h.openEmptyHome(alice, "Ev0HRNN1")
+	h.openEmptyHome(mallory, "Ev0HRNN2")
+
+	created := h.publishMark()
+	id := h.accept(simple(t, "hr-nobody", nil, "C0APPROVALS"))
+	h.waitPublished(alice, created, "listed the request naming nobody", func(ht homeTab) bool {
+		return slices.Equal(ht.waiting, []string{id})
+	})
+	withdrawn := h.publishMark()
+	if r := h.do(http.MethodDelete, "/v1/requests/"+id, tokenPM, "", nil); r.Status != http.StatusOK {
+		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+	}
+	h.waitPublished(alice, withdrawn, "dropped the withdrawn request", func(ht homeTab) bool { return len(ht.waiting) == 0 })
+	if n := h.publishedSince(created)[mallory.id]; n != 0 {
+		t.Errorf("Mallory's Home tab was re-published %d times for a request only the default reviewers decide", n)
+	}
+}
+
 func TestHomeTabFollowsExpiry(t *testing.T) {
 	t.Parallel()
 	clk := newFakeClock()

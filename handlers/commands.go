@@ -120,7 +120,7 @@ func (s *Slack) helpText() string {
 	c := blocks.Escape(s.opts.Command)
 	return strings.Join([]string{
 		"*" + c + "* lists decision requests waiting in Slack:",
-		"• `" + c + "` or `" + c + " mine`: open requests that name you (or a group or role of yours) or were escalated to you",
+		"• `" + c + "` or `" + c + " mine`: open requests you may decide: those that name you (or a group or role of yours), were escalated to you, or name nobody when you are one of the default reviewers",
 		"• `" + c + " channel`: open requests in this channel",
 		"• `" + c + " all`: every open request",
 		"• `" + c + " overdue`: open requests past their deadline, or escalated",
@@ -140,13 +140,8 @@ func (s *Slack) listing(ctx context.Context, q commandQuery) blocks.Message {
 	var heading, empty string
 	switch sub {
 	case "mine":
-		query.Kind, query.Reviewer = store.OpenReviewer, q.user
-		heading, empty = "Open requests that name you", "Nothing is waiting for you. :tada:"
-		if s.opts.Command != "" {
-			// The default reviewers decide what names nobody, unlisted here.
-			empty += " Requests naming nobody go to the workspace's default reviewers: `" +
-				blocks.Escape(s.opts.Command) + " all` lists every open request."
-		}
+		query.Kind, query.Reviewer, query.Unnamed = store.OpenReviewer, q.user, s.defaultReviewer(ctx, q.user)
+		heading, empty = "Open requests you may decide", "Nothing is waiting for you. :tada:"
 	case "channel":
 		query.Kind, query.Channels = store.OpenChannel, []string{q.channelID}
 		if q.chanName != "" {

@@ -40,7 +40,7 @@ const homeTTL = 7 * 24 * time.Hour
 func (s *Slack) PublishHome(ctx context.Context, user string) error {
 	now := s.opts.Now()
 	page, err := s.opts.Lists.ListOpen(ctx, store.OpenQuery{Kind: store.OpenReviewer, Reviewer: user,
-		Limit: blocks.MaxHomeWaiting, Now: now})
+		Unnamed: s.defaultReviewer(ctx, user), Limit: blocks.MaxHomeWaiting, Now: now})
 	if err != nil {
 		return fmt.Errorf("list the Home tab's requests of %s: %w", user, err)
 	}
@@ -131,4 +131,28 @@ func (s *Slack) listItems(ctx context.Context, recs []store.Record) []blocks.Lis
 		out = append(out, approval.ListItem(rec, req, s.opts.Defaults))
 	}
 	return out
+}
+
+// DefaultReviewers tells whether a user is one of the workspace's default
+// reviewers, who decide the requests that name nobody; *approval.Core
+// implements it (as Options.Decisions).
+type DefaultReviewers interface {
+	DefaultReviewer(ctx context.Context, user string) (bool, error)
+}
+
+// defaultReviewer reports whether user's lists ("/approvals mine", the
+// Home tab) include the open requests that name nobody: when Decisions
+// can tell, and user is a default reviewer. A lookup that fails leaves
+// them out, said in the log: the list shows what names the user.
+func (s *Slack) defaultReviewer(ctx context.Context, user string) bool {
+	d, ok := s.opts.Decisions.(DefaultReviewers)
+	if !ok {
+		return false
+	}
+	yes, err := d.DefaultReviewer(ctx, user)
+	if err != nil {
+		s.log.WarnContext(ctx, "could not tell whether a user is a default reviewer; their list leaves out the requests naming nobody",
+			"user", user, "err", err)
+	}
+	return yes
 }

@@ -33,9 +33,18 @@ const (
 // tab lately, so a thousand requests naming one reviewer cost her a
 // publish per window, not two thousand.
 type homeJob struct {
-	store  Store
-	window time.Duration // default homePublishWindow
-	log    *slog.Logger
+	store Store
+	// defaults are the default reviewers, whose tabs show the requests
+	// that name nobody (store.Record.Unnamed); nil: none.
+	defaults defaultReviewers
+	window   time.Duration // default homePublishWindow
+	log      *slog.Logger
+}
+
+// defaultReviewers lists the workspace's default reviewers;
+// *approval.Core implements it.
+type defaultReviewers interface {
+	DefaultReviewerIDs(ctx context.Context) ([]string, error)
 }
 
 func (h homeJob) Handle(ctx context.Context, j store.Job) error {
@@ -48,7 +57,17 @@ func (h homeJob) Handle(ctx context.Context, j store.Job) error {
 	}
 	// The person whose click resolved the request had their tab refreshed
 	// by that click's handler, after it noted the answer among theirs.
-	users := slices.DeleteFunc(rec.HomeAudience(), func(u string) bool { return u == rec.ResolvedBy.ID })
+	users := rec.HomeAudience()
+	if rec.Unnamed && h.defaults != nil {
+		ids, err := h.defaults.DefaultReviewerIDs(ctx)
+		if err != nil {
+			// Their tabs catch up on the next change, or when opened.
+			h.log.WarnContext(ctx, "could not list the default reviewers, whose Home tabs show this request",
+				"request_id", rec.ID, "err", err)
+		}
+		users = append(users, ids...)
+	}
+	users = slices.DeleteFunc(users, func(u string) bool { return u == rec.ResolvedBy.ID })
 	opened, err := h.store.HomeOpened(ctx, slices.Compact(slices.Sorted(slices.Values(users))))
 	if err != nil {
 		return err

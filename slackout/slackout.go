@@ -149,12 +149,16 @@ func Handlers(opts Options) (map[string]jobs.Handler, error) {
 	p := &poster{opts: opts, log: log.With("component", "poster"), pacing: PostPacing(opts.PostInterval)}
 	timers := timerDeps{store: opts.Store, core: opts.Core, dir: opts.Directory, slack: opts.Slack, now: opts.Now,
 		rateLimitHold: opts.RateLimitHold, defaults: opts.Defaults, grantMax: opts.GrantMax, lease: opts.Lease, metrics: opts.Metrics}
+	home := homeJob{store: opts.Store, log: log.With("component", "home")}
+	if opts.Core != nil {
+		home.defaults = opts.Core
+	}
 	out := map[string]jobs.Handler{
 		store.JobPost:   postJob{p},
 		store.JobSync:   syncJob{p},
 		store.JobSweep:  sweepJob{store: opts.Store, slack: opts.Slack, log: log.With("component", "sweep")},
 		store.JobCopies: copiesJob{timers.with(log, "copies")},
-		store.JobHome:   homeJob{store: opts.Store, log: log.With("component", "home")},
+		store.JobHome:   home,
 	}
 	if opts.Core != nil {
 		out[store.JobRemind] = reminderJob{timerDeps: timers.with(log, "reminders"), plan: opts.Reminders}

@@ -388,13 +388,17 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	if n.NoRequester {
 		fields = append(fields, noRequesterField, "1")
 	}
+	if n.Unnamed {
+		fields = append(fields, unnamedField, "1")
+	}
 	fields = createEventsFields(n.Events, fields)
 	p.HSet(ctx, s.keys.request(n.ID), fields...)
 	// Exactly what Get will read back (store_test checks it), made
 	// without decoding the fields just encoded.
 	rec := Record{ID: n.ID, Agent: n.Agent, Status: aah.StatusPending, Document: n.Document, BodyHash: n.BodyHash,
 		Channel: n.Channel, ResponseURL: n.ResponseURL, Version: 1, ReceivedAt: fromMs(ms), UpdatedAt: fromMs(ms),
-		Timers: nilIfEmpty(timerIDs), IndexedReviewers: nilIfEmpty(reviewers), noRequester: n.NoRequester}
+		Timers: nilIfEmpty(timerIDs), IndexedReviewers: nilIfEmpty(reviewers), noRequester: n.NoRequester,
+		Unnamed: n.Unnamed}
 	if n.Events != nil && n.Events.URL != "" {
 		rec.Events = EventsState{URL: n.Events.URL, Types: nilIfEmpty(n.Events.Types)}
 	}
@@ -403,6 +407,9 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 		s.keys.channelIndex(shard, n.Channel)}
 	for _, u := range reviewers {
 		idxs = append(idxs, s.keys.reviewerIndex(shard, u))
+	}
+	if n.Unnamed {
+		idxs = append(idxs, s.keys.unnamedIndex(shard))
 	}
 	for _, idx := range idxs {
 		p.ZAdd(ctx, idx, redis.Z{Score: float64(ms), Member: n.ID})

@@ -30,6 +30,8 @@ const Shards = 16
 //	<p>:{sNN}:idx:channel:<channel>    zset    open request ids by configured channel (Record.Channel), score = received ms
 //	<p>:{sNN}:idx:reviewer:<user id>   zset    open request ids naming that Slack user as reviewer (named by id,
 //	                                           resolved from an email, or escalated to), score = received ms
+//	<p>:{sNN}:idx:unnamed              zset    open request ids naming nobody who may decide them (the default
+//	                                           reviewers do: NewRequest.Unnamed), score = received ms
 //	<p>:{sNN}:idx:deadline             zset    open request ids with a deadline, score = effective deadline ms
 //	<p>:{sNN}:jobs:due                 zset    job id -> due time (ms); "evdeliver:<id>" is a request's
 //	                                           event callback job (evdelivery.go)
@@ -143,9 +145,10 @@ func (k keys) statusIndex(shard int, st aah.Status) string {
 	return k.slot(shard) + ":idx:status:" + string(st)
 }
 
-// openIndex holds the shard's open requests; channelIndex, reviewerIndex
-// and deadlineIndex hold subsets of it. All four are maintained in the same
-// transaction that creates or closes a request (Create, queueChange).
+// openIndex holds the shard's open requests; channelIndex, reviewerIndex,
+// unnamedIndex and deadlineIndex hold subsets of it. All are maintained in
+// the same transaction that creates or closes a request (Create,
+// queueChange).
 func (k keys) openIndex(shard int) string { return k.slot(shard) + ":idx:open" }
 
 func (k keys) channelIndex(shard int, channel string) string {
@@ -155,6 +158,8 @@ func (k keys) channelIndex(shard int, channel string) string {
 func (k keys) reviewerIndex(shard int, user string) string {
 	return k.slot(shard) + ":idx:reviewer:" + user
 }
+
+func (k keys) unnamedIndex(shard int) string { return k.slot(shard) + ":idx:unnamed" }
 
 func (k keys) deadlineIndex(shard int) string { return k.slot(shard) + ":idx:deadline" }
 

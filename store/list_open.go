@@ -18,7 +18,7 @@ type OpenKind string
 const (
 	OpenAll      OpenKind = "all"      // every open request
 	OpenChannel  OpenKind = "channel"  // open requests configured for one of Channels
-	OpenReviewer OpenKind = "reviewer" // open requests Reviewer may decide (named or escalated to)
+	OpenReviewer OpenKind = "reviewer" // open requests naming Reviewer (named or escalated to), and Unnamed
 	OpenOverdue  OpenKind = "overdue"  // open requests past their deadline, or escalated
 )
 
@@ -28,10 +28,14 @@ type OpenQuery struct {
 	// Channels are the channel spellings to match (an id and "#name": a
 	// request is filed under the channel as it was configured).
 	Channels []string
-	Reviewer string    // Slack user id, for OpenReviewer
-	Now      time.Time // for OpenOverdue: deadlines at or before it have passed
-	Limit    int       // default 50, at most MaxPageSize
-	Cursor   string    // from a previous Page; empty for the first page
+	Reviewer string // Slack user id, for OpenReviewer
+	// Unnamed adds, for OpenReviewer, the open requests that name nobody
+	// who may decide them (NewRequest.Unnamed): for one of the workspace's
+	// default reviewers, who decide those.
+	Unnamed bool
+	Now     time.Time // for OpenOverdue: deadlines at or before it have passed
+	Limit   int       // default 50, at most MaxPageSize
+	Cursor  string    // from a previous Page; empty for the first page
 }
 
 // maxOverduePerShard bounds the past-deadline entries read per shard. Such
@@ -61,7 +65,12 @@ func (s *Store) ListOpen(ctx context.Context, q OpenQuery) (Page, error) {
 		if q.Reviewer == "" {
 			return Page{Items: []Record{}}, nil
 		}
-		keysOf = func(shard int) []string { return []string{s.keys.reviewerIndex(shard, q.Reviewer)} }
+		keysOf = func(shard int) []string {
+			if q.Unnamed {
+				return []string{s.keys.reviewerIndex(shard, q.Reviewer), s.keys.unnamedIndex(shard)}
+			}
+			return []string{s.keys.reviewerIndex(shard, q.Reviewer)}
+		}
 	case OpenOverdue:
 		keysOf = func(shard int) []string { return []string{s.keys.statusIndex(shard, aah.StatusEscalated)} }
 	default:

@@ -36,6 +36,11 @@ type NewRequest struct {
 	// NoRequester: the request names nobody to tell how it ended, so
 	// closing it schedules no JobNotify.
 	NoRequester bool
+	// Unnamed: the request names nobody who may decide it (no reviewer,
+	// group or role), so the workspace's default reviewers do: it is
+	// filed in the shard's idx:unnamed while open, which their
+	// "/approvals mine" and Home tabs read (OpenQuery.Unnamed).
+	Unnamed bool
 	// MatchGrants, when set, may resolve the request at once by its
 	// agent's standing approvals, in the create transaction itself
 	// (grants.go): nil leaves it pending.
@@ -111,6 +116,8 @@ type Record struct {
 
 	// noRequester: closing it tells nobody (NewRequest.NoRequester).
 	noRequester bool
+	// Unnamed: the default reviewers decide it (NewRequest.Unnamed).
+	Unnamed bool
 }
 
 // ReminderThread is the recipient of a reminder posted as a reply in the
@@ -321,6 +328,7 @@ func decodeRecord(id string, h map[string]string) Record {
 		Events:   decodeEventsState(h),
 
 		noRequester: h[noRequesterField] == "1",
+		Unnamed:     h[unnamedField] == "1",
 	}
 	if v := h["doc"]; v != "" {
 		if doc, err := decodeDoc(v); err == nil {
@@ -577,6 +585,10 @@ func renderedVersion(h map[string]string) int64 {
 
 // noRequesterField marks a request that names no requester (NewRequest.NoRequester).
 const noRequesterField = "no_requester"
+
+// unnamedField marks a request that names nobody who may decide it
+// (NewRequest.Unnamed).
+const unnamedField = "unnamed"
 
 // uniqueUsers appends to have the users of add it lacks, keeping order.
 func uniqueUsers(have, add []string) []string {

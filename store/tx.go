@@ -271,6 +271,9 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 		for _, u := range uniqueUsers(rec.IndexedReviewers, ch.AddReviewers) {
 			p.ZRem(ctx, s.keys.reviewerIndex(shard, u), rec.ID)
 		}
+		if rec.Unnamed {
+			p.ZRem(ctx, s.keys.unnamedIndex(shard), rec.ID)
+		}
 		if rec.Slack.Copies > 0 || rec.Slack.CopyTried {
 			// Its reminder and escalation copies show the outcome too
 			// (a copy recorded after this schedules the job itself), and
