@@ -22,7 +22,7 @@ const Shards = 16
 //	                                           events_error, events_next_ms, in evdelivery.go). Its "doc" field
 //	                                           holds the document in requests stored before the doc key.
 //	<p>:{sNN}:doc:<id>                 string  the request's document as stored (compressed: doccodec.go),
-//	                                           written once by its create (record.go: storedDocument)
+//	                                           written once by its create (fields.go: storedDocument)
 //	<p>:{sNN}:idx:status:<status>      zset    request ids by status, score = received ms
 //	<p>:{sNN}:idx:agent:<agent>:all    zset    an agent's request ids, score = received ms
 //	<p>:{sNN}:idx:agent:<agent>:<st>   zset    an agent's request ids in one status
@@ -138,7 +138,7 @@ func (k keys) slot(shard int) string { return k.slots[shard] }
 func (k keys) request(id string) string { return k.slot(shardOf(id)) + ":req:" + id }
 
 // document is the key of a request's stored document (storedDocument in
-// record.go says why it is not a field of the request's hash).
+// fields.go says why it is not a field of the request's hash).
 func (k keys) document(id string) string { return k.slot(shardOf(id)) + ":doc:" + id }
 
 func (k keys) statusIndex(shard int, st aah.Status) string {

@@ -1,0 +1,142 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// How a request's hash and document are stored compactly (issue #17: a
+// pending request under 4 KB of Redis), and read back.
+
+// storedDocument: a request's document is kept in a key of its own
+// (keys.document), not in its hash, so that the hash stays small enough
+// for Redis to store it as a listpack: one value over 64 bytes
+// (hash-max-listpack-value) turns a hash into a hash table, whose entries
+// cost ~50 bytes each more, ~1 KB for a pending request's ~20 fields:
+// over issue #17's 4 KB per pending request. The document is written once,
+// by the create (in its script), never changed, and deleted with the hash
+// (retention's deleteRetained); the other values a pending request holds
+// are kept under 64 bytes (encodeTimers, compactPermalink, the audit head
+// in base64). A reader that needs the document reads both keys in one
+// round trip (queueRead), one that does not (GetState) reads the hash
+// alone. Requests stored before hold the document in the hash's "doc"
+// field, which every reader takes first.
+type storedRead struct {
+	hash *redis.MapStringStringCmd
+	doc  *redis.StringCmd // nil: not read
+	want bool
+}
+
+// queueRead queues the reads of request id's hash and, when document is
+// true, of its document.
+func (s *Store) queueRead(ctx context.Context, p redis.Pipeliner, id string, document bool) storedRead {
+	r := storedRead{hash: p.HGetAll(ctx, s.keys.request(id)), want: document}
+	if document {
+		r.doc = p.Get(ctx, s.keys.document(id))
+	}
+	return r
+}
+
+// fields is the request's hash as decodeRecord takes it: with the document
+// in its "doc" field when it was asked for, without one otherwise. err is
+// the pipeline's: a document key that does not exist (redis.Nil) is no
+// error, a hash without a document reads as one without.
+func (r storedRead) fields(err error) (map[string]string, error) {
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	h, err := r.hash.Result()
+	if err != nil {
+		return nil, err
+	}
+	if !r.want {
+		delete(h, "doc")
+		return h, nil
+	}
+	if len(h) > 0 && h["doc"] == "" {
+		if doc, err := r.doc.Result(); err == nil {
+			h["doc"] = doc
+		} else if !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// encodeTimers is the timers field for request id's timer jobs: each
+// named without the request's id, which every one of them holds
+// ("expire:<id>" as "expire", "remind:<id>:2" as "remind:2"), comma
+// separated. Whole, in JSON, the list is over 64 bytes for two timers of a
+// request named by a UUID, and the request's hash would no longer be a
+// listpack (storedDocument). A list with a job that does not have this
+// shape is stored in JSON, as every list was before.
+func encodeTimers(id string, timers []string) string {
+	if len(timers) == 0 {
+		return "[]"
+	}
+	var b strings.Builder
+	for i, tm := range timers {
+		kind, rest, ok := strings.Cut(tm, ":")
+		if !ok || kind == "" || strings.ContainsAny(kind, ",[\"") {
+			return mustJSON(timers)
+		}
+		rest, ok = strings.CutPrefix(rest, id)
+		if !ok || (rest != "" && (rest[0] != ':' || strings.Contains(rest, ","))) {
+			return mustJSON(timers)
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(kind)
+		b.WriteString(rest)
+	}
+	return b.String()
+}
+
+// decodeTimerIDs reads the timers field of request id in either form.
+func decodeTimerIDs(id, v string) []string {
+	if v == "" || v[0] == '[' || v == "null" {
+		return decodeTimers(v)
+	}
+	parts := strings.Split(v, ",")
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		kind, n, numbered := strings.Cut(p, ":")
+		out[i] = kind + ":" + id
+		if numbered {
+			out[i] += ":" + n
+		}
+	}
+	return out
+}
+
+// compactPermalink is the permalink field for link, Slack's link to the
+// message at ts in channel: its host alone when link is
+// "https://<host>/archives/<channel>/p<ts without its dot>", as Slack's
+// permalinks to a channel's messages are (expandPermalink rebuilds it from
+// the host and the request's slack_channel and slack_ts), the link itself
+// otherwise. The link whole is 60 to 80 bytes, often over the 64 that keep
+// the request's hash a listpack (storedDocument).
+func compactPermalink(channel, ts, link string) string {
+	host, ok := strings.CutPrefix(link, "https://")
+	if !ok || channel == "" || ts == "" {
+		return link
+	}
+	host, ok = strings.CutSuffix(host, "/archives/"+channel+"/p"+strings.Replace(ts, ".", "", 1))
+	if !ok || host == "" || strings.ContainsAny(host, "/?#") {
+		return link
+	}
+	return host
+}
+
+// expandPermalink reads the permalink field: a link, or the host
+// compactPermalink kept of one.
+func expandPermalink(v, channel, ts string) string {
+	if v == "" || strings.Contains(v, "/") {
+		return v
+	}
+	return "https://" + v + "/archives/" + channel + "/p" + strings.Replace(ts, ".", "", 1)
+}
