@@ -51,6 +51,10 @@ type Config struct {
 	// closed loop.
 	SustainedRates []float64
 	LogLevel       slog.Level // the bots' log lines at or above it go to Run's log writer
+	// Keep leaves every key the run wrote in Redis (with REDIS_URL: a
+	// redis-server started here stops with the run), to look at with
+	// redis-cli, e.g. MEMORY USAGE of each key under a memory prefix.
+	Keep bool
 }
 
 // Machine is where the run was.
@@ -93,6 +97,7 @@ func main() {
 	sustainedRates := flag.String("sustained-rate", "1000,2000", "open-loop rates of the sustained end-to-end run, requests/s, comma-separated (empty: none)")
 	flag.DurationVar(&cfg.SustainedPace, "sustained-interval", time.Millisecond, "per-channel posting pace of the bot in the sustained run (the emulator does not enforce one)")
 	flag.TextVar(&cfg.LogLevel, "log", slog.LevelError, "the bots' log level on stderr (e.g. WARN shows why a click was not recorded)")
+	flag.BoolVar(&cfg.Keep, "keep", false, "leave the keys the run wrote in Redis (REDIS_URL), under prefixes named bench<pid>-<n>-<measure>")
 	asJSON := flag.Bool("json", false, "print JSON instead of a table")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (bot, floor and load generator) to this file")
 	flag.Parse()
@@ -152,6 +157,7 @@ func Run(cfg Config, logw io.Writer) (Results, error) {
 	if err != nil {
 		return r, err
 	}
+	e.keep = cfg.Keep
 	defer e.Close()
 	r.Machine.Redis = redisVersion(e)
 	r.Machine.RedisFrom = "REDIS_URL"

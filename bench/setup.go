@@ -43,6 +43,7 @@ type env struct {
 	started  *exec.Cmd // the redis-server started here, nil with REDIS_URL
 	body     []byte
 	prefixes []string
+	keep     bool // Close leaves the prefixes' keys (Config.Keep)
 	seq      atomic.Int64
 	logger   *slog.Logger
 }
@@ -96,23 +97,31 @@ func newEnv(logw io.Writer, level slog.Level) (*env, error) {
 	return e, nil
 }
 
-// Close deletes every key the run wrote and stops a redis-server started here.
+// deletePrefixes deletes every key the run wrote.
+func (e *env) deletePrefixes() {
+	ctx := context.Background()
+	for _, p := range e.prefixes {
+		iter := e.rdb.Scan(ctx, 0, p+":*", 1000).Iterator()
+		var batch []string
+		for iter.Next(ctx) {
+			batch = append(batch, iter.Val())
+			if len(batch) == 1000 {
+				e.rdb.Unlink(ctx, batch...)
+				batch = batch[:0]
+			}
+		}
+		if len(batch) > 0 {
+			e.rdb.Unlink(ctx, batch...)
+		}
+	}
+}
+
+// Close deletes every key the run wrote (unless kept) and stops a
+// redis-server started here.
 func (e *env) Close() {
 	if e.rdb != nil {
-		ctx := context.Background()
-		for _, p := range e.prefixes {
-			iter := e.rdb.Scan(ctx, 0, p+":*", 1000).Iterator()
-			var batch []string
-			for iter.Next(ctx) {
-				batch = append(batch, iter.Val())
-				if len(batch) == 1000 {
-					e.rdb.Unlink(ctx, batch...)
-					batch = batch[:0]
-				}
-			}
-			if len(batch) > 0 {
-				e.rdb.Unlink(ctx, batch...)
-			}
+		if !e.keep {
+			e.deletePrefixes()
 		}
 		_ = e.rdb.Close()
 	}
