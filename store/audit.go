@@ -183,7 +183,7 @@ func (s *Store) requestChain(ctx context.Context, id string) ([]AuditEntry, stri
 // requestChainRead is a request's chain as read with its record's fields.
 type requestChainRead struct {
 	entries []AuditEntry
-	head    string // the record's audit_head ("" when the request does not exist)
+	head    string // the record's audit_head as chainHead.String writes it ("" when the request does not exist)
 	// gseq0 is the global seq of the request's first entry (0: unknown,
 	// a request stored before it was recorded).
 	gseq0 int64
@@ -204,7 +204,11 @@ func (s *Store) readRequestChain(ctx context.Context, id string) (requestChainRe
 	entries, err := decodeRequestChain(key, id, chain.Val())
 	out := requestChainRead{entries: entries}
 	if v := fields.Val(); len(v) == 2 {
-		out.head, _ = v[0].(string)
+		if head, _ := v[0].(string); head != "" {
+			// As String writes it (the hash in hex), whichever form the
+			// record holds (chainHead.field): exports carry it so.
+			out.head = parseHead(head).String()
+		}
 		g, _ := v[1].(string)
 		out.gseq0, _ = strconv.ParseInt(g, 10, 64)
 	}

@@ -92,6 +92,20 @@ func TestAuditExportVerifiesOffline(t *testing.T) {
 	if _, err := store.NewAuditVerifier([]byte("another key")).VerifyExport(strings.NewReader(strings.Join(lines, ""))); err == nil {
 		t.Error("an export verified under another key")
 	}
+	// Every head in the file is "<seq>:<hash in hex>", as in exports made
+	// before the records kept theirs in base64 (chainHead.field).
+	for _, l := range lines {
+		var el store.ExportLine
+		if err := json.Unmarshal([]byte(l), &el); err != nil {
+			t.Fatal(err)
+		}
+		if el.Kind != store.ExportChain || el.Head == "" {
+			continue
+		}
+		if _, hash, _ := strings.Cut(el.Head, ":"); len(hash) != 64 || strings.Trim(hash, "0123456789abcdef") != "" {
+			t.Errorf("%s's head is %q: want the hash in hex", el.Chain, el.Head)
+		}
+	}
 }
 
 // Editing, removing or dropping the last entry of a chain in the file is
