@@ -235,7 +235,8 @@ func testAuditChainMixedForms(t *testing.T, f retentionFixture) {
 }
 
 // testPendingHashIsListpack: a pending request as production makes them (a
-// UUID for its id, timers, reviewers, posted, its permalink in) holds no
+// UUID for its id, timers, five reviewers mentioned, posted, its permalink
+// in) holds no
 // value over 64 bytes in its hash, so real Redis keeps the hash a listpack
 // (~1 KB less than a hash table: storedDocument), and reads back whole:
 // its timers, its permalink, its document, an audit chain that verifies
@@ -245,7 +246,7 @@ func testPendingHashIsListpack(t *testing.T, f retentionFixture) {
 	id := "3f2b8c1e-9d4a-4e7b-a6c5-0b1d2e3f4a5b"
 	n := newReq(id, "agent-a")
 	n.Document = bigDoc(id)
-	n.Reviewers = []string{"U0ALICE0001", "U0BOB00002"}
+	n.Reviewers = []string{"U01ALICE001", "U01BOB00002", "U01CAROL003", "U01DAVE0004", "U01ERIN0005"}
 	n.Deadline = clk.Now().Add(24 * time.Hour)
 	n.Timers = []store.JobAt{
 		{ID: store.JobID(store.JobExpire, id), At: n.Deadline},
@@ -263,6 +264,10 @@ func testPendingHashIsListpack(t *testing.T, f retentionFixture) {
 		t.Fatal(err)
 	}
 	if err := s.SetPermalink(f.ctx, id, channel, ts, link); err != nil {
+		t.Fatal(err)
+	}
+	mentions := []string{"<@U01ALICE001>", "<@U01BOB00002>", "<@U01CAROL003>", "<@U01DAVE0004>", "<@U01ERIN0005>"}
+	if err := s.SetMentions(f.ctx, id, mentions); err != nil {
 		t.Fatal(err)
 	}
 	// A change writes the audit head again (and the timers: a reminder more).
@@ -287,6 +292,9 @@ func testPendingHashIsListpack(t *testing.T, f retentionFixture) {
 	if !slices.Equal(got.Timers, wantTimers) || got.Slack.Permalink != link || !bytes.Equal(got.Document, n.Document) {
 		t.Errorf("Get = timers %q, permalink %q, document %d bytes; want %q, %q, %d bytes",
 			got.Timers, got.Slack.Permalink, len(got.Document), wantTimers, link, len(n.Document))
+	}
+	if !slices.Equal(got.Mentions, mentions) || !slices.Equal(got.IndexedReviewers, n.Reviewers) {
+		t.Errorf("Get = mentions %q, reviewers %q; want %q, %q", got.Mentions, got.IndexedReviewers, mentions, n.Reviewers)
 	}
 	rep, err := s.VerifyAll(f.ctx)
 	if err != nil || len(rep.Problems) > 0 {

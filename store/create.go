@@ -383,7 +383,7 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 		fields = append(fields, "timers", encodeTimers(n.ID, timerIDs))
 	}
 	if len(reviewers) > 0 {
-		fields = append(fields, reviewerIdxField, jsonStrings(reviewers))
+		fields = append(fields, reviewerIdxField, encodeUsers(reviewers))
 	}
 	if n.NoRequester {
 		fields = append(fields, noRequesterField, "1")

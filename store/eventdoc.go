@@ -48,7 +48,9 @@ func (s *Store) fillRequested(ctx context.Context, evs []Event) error {
 	if len(todo) == 0 {
 		return nil
 	}
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// Each command's error is read below: the pipeline's is only the
+	// first, and a request without its doc key (redis.Nil) is none.
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for j := range todo {
 			id := evs[todo[j].i].RequestID
 			todo[j].cmd = p.HMGet(ctx, s.keys.request(id), "doc", "received_ms")
@@ -56,19 +58,23 @@ func (s *Store) fillRequested(ctx context.Context, evs []Event) error {
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) { // redis.Nil: a request without its doc key
-		return err
-	}
 	for _, t := range todo {
 		e := &evs[t.i]
 		d := make(map[string]any, len(t.data)+1)
 		for k, v := range t.data {
 			d[k] = v
 		}
-		v := t.cmd.Val()
+		v, err := t.cmd.Result()
+		if err != nil {
+			return err
+		}
 		if len(v) == 2 && v[0] == nil {
-			if doc, err := t.doc.Result(); err == nil {
+			doc, err := t.doc.Result()
+			switch {
+			case err == nil:
 				v[0] = doc // stored in its own key (storedDocument)
+			case !errors.Is(err, redis.Nil):
+				return err
 			}
 		}
 		inline(d, "request", storedDocOf(v, e.At.UnixMilli()), e.RequestID)

@@ -81,3 +81,31 @@ func TestHeadField(t *testing.T) {
 		t.Errorf("a head whose hash is not hex does not read back: %q", odd.field())
 	}
 }
+
+// TestUserListFields: reviewer ids and mentions read back as written, in
+// the short form when every entry has the usual shape, in JSON otherwise.
+func TestUserListFields(t *testing.T) {
+	for _, users := range [][]string{{"U01ALICE001"}, {"U1", "W2"}, {"a,b", "U1"}, {"<@U1>"}, {}} {
+		if got := decodeUsers(encodeUsers(users)); !slices.Equal(got, users) && (len(got) != 0 || len(users) != 0) {
+			t.Errorf("users %q read back as %q (stored %q)", users, got, encodeUsers(users))
+		}
+	}
+	if v := encodeUsers([]string{"U01ALICE001", "U01BOB00002", "U01CAROL003", "U01DAVE0004", "U01ERIN0005"}); len(v) > 64 {
+		t.Errorf("five reviewers take %d bytes: %q", len(v), v)
+	}
+	for _, m := range [][]string{{"<@U1>", "<@W2>"}, {"<!subteam^S1>", "<@U1>"}, {"<@U1,U2>"}, {}} {
+		if got := decodeMentions(encodeMentions(m)); !slices.Equal(got, m) {
+			t.Errorf("mentions %q read back as %q (stored %q)", m, got, encodeMentions(m))
+		}
+	}
+	if v := encodeMentions([]string{"<@U01ALICE001>", "<@U01BOB00002>", "<@U01CAROL003>", "<@U01DAVE0004>", "<@U01ERIN0005>"}); len(v) > 64 {
+		t.Errorf("five mentions take %d bytes: %q", len(v), v)
+	}
+	// Written before: JSON, read as it is.
+	if got := decodeMentions(`["\u003c@U1\u003e"]`); !slices.Equal(got, []string{"<@U1>"}) {
+		t.Errorf("JSON mentions read as %q", got)
+	}
+	if got := decodeUsers(`["U1","U2"]`); !slices.Equal(got, []string{"U1", "U2"}) {
+		t.Errorf("JSON reviewers read as %q", got)
+	}
+}

@@ -102,7 +102,10 @@ func (s *Store) getMany(ctx context.Context, entries []listEntry) ([]Record, err
 	if len(entries) == 0 {
 		return []Record{}, nil
 	}
-	// One pipeline; on Cluster go-redis splits it per node.
+	// One pipeline; on Cluster go-redis splits it per node. Not a MULTI:
+	// the requests are in many slots, so a request the retention sweep
+	// deletes between its hash's read and its document's is listed once
+	// more, without its document.
 	pipe := s.rdb.Pipeline()
 	reads := make([]storedRead, len(entries))
 	for i, e := range entries {

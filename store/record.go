@@ -211,10 +211,19 @@ func (s *Store) read(ctx context.Context, id string, document bool) (Record, err
 		return Record{}, ErrNotFound
 	}
 	var r storedRead
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	read := func(p redis.Pipeliner) error {
 		r = s.queueRead(ctx, p, id, document)
 		return nil
-	})
+	}
+	var err error
+	if document {
+		// In one MULTI (both keys are in the request's slot): a request
+		// deleted between the two reads would read as one without its
+		// document, not as none.
+		_, err = s.rdb.TxPipelined(ctx, read)
+	} else {
+		_, err = s.rdb.Pipelined(ctx, read)
+	}
 	h, err := r.fields(err)
 	if err != nil {
 		return Record{}, fmt.Errorf("store: get request %s: %w", id, err)
@@ -242,12 +251,12 @@ func decodeRecord(id string, h map[string]string) Record {
 		WithdrawnAt: fromMs(num("withdrawn_ms")),
 		ResolvedAt:  fromMs(num("resolved_ms")),
 		ResolvedBy:  decodePerson(h["resolved_by"]),
-		Mentions:    decodeList(h["mentions"]),
+		Mentions:    decodeMentions(h["mentions"]),
 		Timers:      decodeTimerIDs(id, h["timers"]),
 		EscalatedTo: decodeTimers(h["escalated_to"]),
 		EscalatedAt: fromMs(num("escalated_ms")),
 
-		IndexedReviewers: decodeTimers(h[reviewerIdxField]),
+		IndexedReviewers: decodeUsers(h[reviewerIdxField]),
 
 		EscalatedChannels: decodeTimers(h["escalated_channels"]),
 		EscalationError:   h["escalation_error"],
@@ -434,18 +443,15 @@ func (s *Store) RecordPostError(ctx context.Context, id, code string, permanent 
 // the other people who may decide it (members of its reviewer groups and
 // roles, resolved when it was posted).
 func (s *Store) SetMentions(ctx context.Context, id string, mentions []string, members ...string) error {
-	raw, err := json.Marshal(mentions)
-	if err != nil {
-		return fmt.Errorf("store: encode mentions of %s: %w", id, err)
-	}
+	raw := encodeMentions(mentions)
 	users := slices.Clone(members)
 	for _, m := range mentions {
 		if u, ok := strings.CutPrefix(m, "<@"); ok && strings.HasSuffix(u, ">") {
 			users = append(users, strings.TrimSuffix(u, ">"))
 		}
 	}
-	err = s.change(ctx, id, func(rec Record) (*Change, error) {
-		ch := &Change{set: map[string]any{"mentions": string(raw)}, AddReviewers: users, Quiet: true}
+	err := s.change(ctx, id, func(rec Record) (*Change, error) {
+		ch := &Change{set: map[string]any{"mentions": raw}, AddReviewers: users, Quiet: true}
 		if len(mentions) == 0 && len(rec.Mentions) == 0 {
 			ch.set = nil // none: an absent field reads as none, and costs no Redis memory
 		}
@@ -458,7 +464,7 @@ func (s *Store) SetMentions(ctx context.Context, id string, mentions []string, m
 }
 
 // reviewerIdxField is the request hash field listing the users it is filed
-// under in the reviewer indexes (JSON list).
+// under in the reviewer indexes (encodeUsers).
 const reviewerIdxField = "reviewer_idx"
 
 // renderedVersionField is the version a posted request's message shows

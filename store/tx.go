@@ -295,7 +295,7 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 			for _, u := range added[len(rec.IndexedReviewers):] {
 				p.ZAdd(ctx, s.keys.reviewerIndex(shard, u), redis.Z{Score: score, Member: rec.ID})
 			}
-			fields = append(fields, reviewerIdxField, mustJSON(added))
+			fields = append(fields, reviewerIdxField, encodeUsers(added))
 		}
 	}
 	if s.homeJobs && (closing || escalating || newReviewers) {
