@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/store"
 )
 
 // A request that names nobody who may decide it (no reviewer, group or
@@ -64,4 +65,17 @@ func (c *Core) DefaultReviewerIDs(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(ids)
 	return slices.Compact(ids), nil
+}
+
+// HomeAudience is who has rec waiting for them, or had: the people it
+// names or was escalated to, those who answered it, and, when it names
+// nobody, the default reviewers (DefaultReviewerIDs). Their Home tabs
+// follow it. A lookup that fails is an error, with everyone else.
+func (c *Core) HomeAudience(ctx context.Context, rec store.Record) ([]string, error) {
+	users := rec.HomeAudience()
+	if !rec.Unnamed {
+		return users, nil
+	}
+	ids, err := c.DefaultReviewerIDs(ctx)
+	return append(users, ids...), err
 }

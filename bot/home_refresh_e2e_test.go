@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
+	"github.com/approvalbot/approvalbot/blocks"
 	"github.com/approvalbot/approvalbot/internal/slackemu"
 )
 
@@ -132,12 +133,26 @@ func TestHomeTabFollowsRequestNamingNobody(t *testing.T) {
 	h.startJobs()
 	h.openEmptyHome(alice, "Ev0HRNN1")
 	h.openEmptyHome(mallory, "Ev0HRNN2")
+	h.openEmptyHome(bob, "Ev0HRNN3")
 
 	created := h.publishMark()
-	id := h.accept(simple(t, "hr-nobody", nil, "C0APPROVALS"))
+	// Two decisions, so one answer leaves it open.
+	id := h.accept(exampleWith(t, "hr-nobody", func(doc map[string]any) {
+		data := doc["content"].(map[string]any)["body"].(map[string]any)["data"].(map[string]any)
+		data["decisions"] = data["decisions"].([]any)[:2]
+		delete(data, "escalation")
+		delete(data, "deadline")
+		delete(doc["handoff"].(map[string]any), "response_deadline")
+		doc["extensions"] = map[string]any{"slack": map[string]any{"reminders": map[string]any{"every": "1h", "max": 0}}}
+	}))
 	h.waitPublished(alice, created, "listed the request naming nobody", func(ht homeTab) bool {
 		return slices.Equal(ht.waiting, []string{id})
 	})
+	// Alice answers one decision: Bob, a default reviewer too, sees it
+	// still waiting, refreshed as a named co-reviewer's tab would be.
+	answered := h.publishMark()
+	ok(t, h.click(alice, id, "d1", button(blocks.ActionApprove, "true")))
+	h.waitPublished(bob, answered, "followed Alice's answer", func(ht homeTab) bool { return slices.Equal(ht.waiting, []string{id}) })
 	withdrawn := h.publishMark()
 	if r := h.do(http.MethodDelete, "/v1/requests/"+id, tokenPM, "", nil); r.Status != http.StatusOK {
 		t.Fatalf("DELETE: %d %s", r.Status, r.Body)

@@ -78,7 +78,15 @@ func (s *Slack) refreshHomes(action string, by aah.Person, rec store.Record) {
 		} else if len(opened) > 0 {
 			s.publishOwnHome(ctx, by.ID)
 		}
-		others := slices.DeleteFunc(rec.HomeAudience(), func(u string) bool { return u == by.ID })
+		audience := rec.HomeAudience()
+		if d, ok := s.opts.Decisions.(DefaultReviewers); ok {
+			var err error
+			if audience, err = d.HomeAudience(ctx, rec); err != nil {
+				s.log.WarnContext(ctx, "could not list the default reviewers, whose Home tabs show this request",
+					"request_id", rec.ID, "err", err)
+			}
+		}
+		others := slices.DeleteFunc(audience, func(u string) bool { return u == by.ID })
 		opened, err := s.opts.Home.HomeOpened(ctx, slices.Compact(slices.Sorted(slices.Values(others))))
 		if err == nil {
 			err = s.opts.Home.ScheduleHomePublish(ctx, opened, store.HomePublishWindow)
@@ -134,10 +142,12 @@ func (s *Slack) listItems(ctx context.Context, recs []store.Record) []blocks.Lis
 }
 
 // DefaultReviewers tells whether a user is one of the workspace's default
-// reviewers, who decide the requests that name nobody; *approval.Core
-// implements it (as Options.Decisions).
+// reviewers, who decide the requests that name nobody, and who has a
+// request waiting, them included; *approval.Core implements it (as
+// Options.Decisions).
 type DefaultReviewers interface {
 	DefaultReviewer(ctx context.Context, user string) (bool, error)
+	HomeAudience(ctx context.Context, rec store.Record) ([]string, error)
 }
 
 // defaultReviewer reports whether user's lists ("/approvals mine", the

@@ -34,17 +34,17 @@ const (
 // publish per window, not two thousand.
 type homeJob struct {
 	store Store
-	// defaults are the default reviewers, whose tabs show the requests
-	// that name nobody (store.Record.Unnamed); nil: none.
-	defaults defaultReviewers
+	// audience is who has a request waiting, the default reviewers
+	// among them for a request naming nobody; nil: Record.HomeAudience.
+	audience homeAudience
 	window   time.Duration // default homePublishWindow
 	log      *slog.Logger
 }
 
-// defaultReviewers lists the workspace's default reviewers;
-// *approval.Core implements it.
-type defaultReviewers interface {
-	DefaultReviewerIDs(ctx context.Context) ([]string, error)
+// homeAudience is who has a request waiting for them; *approval.Core
+// implements it.
+type homeAudience interface {
+	HomeAudience(ctx context.Context, rec store.Record) ([]string, error)
 }
 
 func (h homeJob) Handle(ctx context.Context, j store.Job) error {
@@ -58,14 +58,12 @@ func (h homeJob) Handle(ctx context.Context, j store.Job) error {
 	// The person whose click resolved the request had their tab refreshed
 	// by that click's handler, after it noted the answer among theirs.
 	users := rec.HomeAudience()
-	if rec.Unnamed && h.defaults != nil {
-		ids, err := h.defaults.DefaultReviewerIDs(ctx)
-		if err != nil {
+	if h.audience != nil {
+		if users, err = h.audience.HomeAudience(ctx, rec); err != nil {
 			// Their tabs catch up on the next change, or when opened.
 			h.log.WarnContext(ctx, "could not list the default reviewers, whose Home tabs show this request",
 				"request_id", rec.ID, "err", err)
 		}
-		users = append(users, ids...)
 	}
 	users = slices.DeleteFunc(users, func(u string) bool { return u == rec.ResolvedBy.ID })
 	opened, err := h.store.HomeOpened(ctx, slices.Compact(slices.Sorted(slices.Values(users))))

@@ -151,7 +151,7 @@ func Handlers(opts Options) (map[string]jobs.Handler, error) {
 		rateLimitHold: opts.RateLimitHold, defaults: opts.Defaults, grantMax: opts.GrantMax, lease: opts.Lease, metrics: opts.Metrics}
 	home := homeJob{store: opts.Store, log: log.With("component", "home")}
 	if opts.Core != nil {
-		home.defaults = opts.Core
+		home.audience = opts.Core
 	}
 	out := map[string]jobs.Handler{
 		store.JobPost:   postJob{p},
