@@ -152,24 +152,12 @@ func isWrite(cmd redis.Cmder) bool {
 	return strings.Contains(key, ":req:")
 }
 
-// isRead reports whether cmd is one of the reads the store makes in a
-// MULTI of its own (Store.Get: HGETALL and GET).
-func isRead(cmd redis.Cmder) bool {
-	switch cmd.Name() {
-	case "hgetall", "get":
-		return true
-	}
-	return false
-}
-
 func (f *freezer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		mode, thaw := f.state()
 		// A transaction, or a pipeline carrying a write script (a create
-		// goes out with its post's queuing): held as one. Not a MULTI that
-		// only reads (a request's hash and document, read together).
-		tx := len(cmds) > 0 && cmds[0].Name() == "multi" && !slices.ContainsFunc(cmds, isRead) ||
-			slices.ContainsFunc(cmds, isWrite)
+		// goes out with its post's queuing): held as one.
+		tx := len(cmds) > 0 && cmds[0].Name() == "multi" || slices.ContainsFunc(cmds, isWrite)
 		// Every command of the pipeline fails as the pipeline does, as
 		// against a server that never answers.
 		fail := func(err error) error {

@@ -75,3 +75,30 @@ func TestEventDocumentReadErrorIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// A request whose document is gone while its hash is still there is one
+// the retention sweep deleted between the two reads (both keys go in one
+// script): Get and the listings read it as none, not as one without its
+// document.
+func TestRequestDeletedBetweenItsReadsReadsAsNone(t *testing.T) {
+	for name, b := range backends() {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.mustCreate(t, newReq("half-1", "agent-a"))
+			f.mustCreate(t, newReq("half-2", "agent-a"))
+			if err := f.s.DeleteDocumentForTest(f.ctx, "half-1"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.s.Get(f.ctx, "half-1"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("Get = %v, want ErrNotFound", err)
+			}
+			if rec, err := f.s.GetState(f.ctx, "half-1"); err != nil || rec.ID != "half-1" {
+				t.Errorf("GetState = %v, %v: the state alone reads as it is", rec.ID, err)
+			}
+			page, err := f.s.ListOpen(f.ctx, store.OpenQuery{Kind: store.OpenAll, Limit: 10})
+			if err != nil || len(page.Items) != 1 || page.Items[0].ID != "half-2" {
+				t.Errorf("ListOpen = %d items, %v; want half-2 alone", len(page.Items), err)
+			}
+		})
+	}
+}

@@ -73,3 +73,9 @@ func OneNodeOnly(ctx context.Context) bool {
 	v, _ := ctx.Value(oneNodeKey{}).(bool)
 	return v
 }
+
+// DeleteDocumentForTest deletes request id's document key alone: what a
+// reader sees of a request the retention sweep deleted between its reads.
+func (s *Store) DeleteDocumentForTest(ctx context.Context, id string) error {
+	return s.rdb.Del(ctx, s.keys.document(id)).Err()
+}

@@ -41,9 +41,13 @@ func (s *Store) queueRead(ctx context.Context, p redis.Pipeliner, id string, doc
 }
 
 // fields is the request's hash as decodeRecord takes it: with the document
-// in its "doc" field when it was asked for, without one otherwise. err is
-// the pipeline's: a document key that does not exist (redis.Nil) is no
-// error, a hash without a document reads as one without.
+// in its "doc" field when it was asked for, without one otherwise; empty
+// when there is no such request. err is the pipeline's (each command's own
+// is read too). A hash whose document key does not exist (and that holds
+// no "doc" field, as hashes written before the key do) is a request the
+// retention sweep deleted between the two reads: the create writes both
+// keys in one script and the sweep deletes both in one, so it reads as
+// none, as it would a moment later, without a MULTI around every read.
 func (r storedRead) fields(err error) (map[string]string, error) {
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
@@ -57,9 +61,13 @@ func (r storedRead) fields(err error) (map[string]string, error) {
 		return h, nil
 	}
 	if len(h) > 0 && h["doc"] == "" {
-		if doc, err := r.doc.Result(); err == nil {
+		doc, err := r.doc.Result()
+		switch {
+		case err == nil:
 			h["doc"] = doc
-		} else if !errors.Is(err, redis.Nil) {
+		case errors.Is(err, redis.Nil):
+			return map[string]string{}, nil // deleted meanwhile
+		default:
 			return nil, err
 		}
 	}

@@ -102,10 +102,8 @@ func (s *Store) getMany(ctx context.Context, entries []listEntry) ([]Record, err
 	if len(entries) == 0 {
 		return []Record{}, nil
 	}
-	// One pipeline; on Cluster go-redis splits it per node. Not a MULTI:
-	// the requests are in many slots, so a request the retention sweep
-	// deletes between its hash's read and its document's is listed once
-	// more, without its document.
+	// One pipeline; on Cluster go-redis splits it per node (a request
+	// deleted between its two reads is left out: storedRead.fields).
 	pipe := s.rdb.Pipeline()
 	reads := make([]storedRead, len(entries))
 	for i, e := range entries {

@@ -211,19 +211,10 @@ func (s *Store) read(ctx context.Context, id string, document bool) (Record, err
 		return Record{}, ErrNotFound
 	}
 	var r storedRead
-	read := func(p redis.Pipeliner) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		r = s.queueRead(ctx, p, id, document)
 		return nil
-	}
-	var err error
-	if document {
-		// In one MULTI (both keys are in the request's slot): a request
-		// deleted between the two reads would read as one without its
-		// document, not as none.
-		_, err = s.rdb.TxPipelined(ctx, read)
-	} else {
-		_, err = s.rdb.Pipelined(ctx, read)
-	}
+	})
 	h, err := r.fields(err)
 	if err != nil {
 		return Record{}, fmt.Errorf("store: get request %s: %w", id, err)
