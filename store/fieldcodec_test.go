@@ -93,7 +93,7 @@ func TestUserListFields(t *testing.T) {
 	if v := encodeUsers([]string{"U01ALICE001", "U01BOB00002", "U01CAROL003", "U01DAVE0004", "U01ERIN0005"}); len(v) > 64 {
 		t.Errorf("five reviewers take %d bytes: %q", len(v), v)
 	}
-	for _, m := range [][]string{{"<@U1>", "<@W2>"}, {"<!subteam^S1>", "<@U1>"}, {"<@U1,U2>"}, {}} {
+	for _, m := range [][]string{{"<@U1>", "<@W2>"}, {"<!subteam^S1>", "<@U1>"}, {"<@U1,U2>"}, {"U1>"}, {"<@U1"}, {}} {
 		if got := decodeMentions(encodeMentions(m)); !slices.Equal(got, m) {
 			t.Errorf("mentions %q read back as %q (stored %q)", m, got, encodeMentions(m))
 		}

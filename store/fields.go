@@ -176,8 +176,9 @@ func decodeUsers(v string) []string {
 func encodeMentions(mentions []string) string {
 	ids := make([]string, 0, len(mentions))
 	for _, m := range mentions {
-		id, ok := strings.CutPrefix(m, "<@")
-		if id, ok = strings.CutSuffix(id, ">"); !ok || id == "" || strings.ContainsAny(id, ",[\"@<> ") {
+		id, mention := strings.CutPrefix(m, "<@")
+		id, closed := strings.CutSuffix(id, ">")
+		if !mention || !closed || id == "" || strings.ContainsAny(id, ",[\"@<> ") {
 			return mustJSON(mentions)
 		}
 		ids = append(ids, id)
