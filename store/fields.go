@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 
@@ -199,4 +200,24 @@ func decodeMentions(v string) []string {
 		out[i] = "<@" + id + ">"
 	}
 	return out
+}
+
+// reviewerIdxField is the request hash field listing the users it is filed
+// under in the reviewer indexes (encodeUsers).
+const reviewerIdxField = "reviewer_idx"
+
+// decodeList reads a JSON list of strings, as list fields were all written
+// before their compact forms (and as some still are).
+func decodeList(s string) []string {
+	var out []string
+	_ = json.Unmarshal([]byte(s), &out)
+	return out
+}
+
+// decodeTimers reads the timer id list; none is nil.
+func decodeTimers(s string) []string {
+	if out := decodeList(s); len(out) > 0 {
+		return out
+	}
+	return nil
 }

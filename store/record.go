@@ -363,20 +363,6 @@ func decodeReassignments(s string) []aah.Reassignment {
 	return out
 }
 
-func decodeList(s string) []string {
-	var out []string
-	_ = json.Unmarshal([]byte(s), &out)
-	return out
-}
-
-// decodeTimers reads the timer id list; none is nil.
-func decodeTimers(s string) []string {
-	if out := decodeList(s); len(out) > 0 {
-		return out
-	}
-	return nil
-}
-
 // MarkPosted records the posted message, fenced like RecordPost (which
 // the poster uses); a sweep it needs is due at once.
 func (s *Store) MarkPosted(ctx context.Context, id, channel, ts string, renderedVersion int64) error {
@@ -453,10 +439,6 @@ func (s *Store) SetMentions(ctx context.Context, id string, mentions []string, m
 	}
 	return err
 }
-
-// reviewerIdxField is the request hash field listing the users it is filed
-// under in the reviewer indexes (encodeUsers).
-const reviewerIdxField = "reviewer_idx"
 
 // renderedVersionField is the version a posted request's message shows
 // (SlackState.RenderedVersion). RecordPost leaves it out when it is 1, as
