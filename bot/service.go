@@ -196,16 +196,17 @@ func NewService(d Deps) (*Service, error) {
 			return nil, err
 		}
 	}
-	// One change subscription per process wakes every long poll, and
-	// another the reader of the event streams (both end with Close).
+	// One change subscription per process wakes every long poll and the
+	// reader of the event streams (it ends with Close).
 	changesCtx, stopChanges := context.WithCancel(context.Background())
+	changes := d.Store.SubscribeChanges(changesCtx, 2)
 	// The sealer links the global audit entries this process and others
 	// write (store/seal.go); it ends with Close, too.
 	go d.Store.RunSealer(changesCtx, auditSealInterval, d.Logger.With("component", "audit"))
-	events := webhook.NewEventHub(changesCtx, d.Store, d.Store.SubscribeChanges(changesCtx), webhook.EventHubOptions{
+	events := webhook.NewEventHub(changesCtx, d.Store, changes[0], webhook.EventHubOptions{
 		MaxStreams: cfg.EventsMaxStreams, Heartbeat: d.EventsHeartbeat, Logger: d.Logger.With("component", "events")})
 	api, err := webhook.New(webhook.Options{
-		Waiters: webhook.NewWaiters(d.Store.SubscribeChanges(changesCtx)), Events: events,
+		Waiters: webhook.NewWaiters(changes[1]), Events: events,
 		Store: d.Store, Lifecycle: decider, Tokens: cfg.Tokens(), Limits: cfg.Limits(), AllowAnonymous: cfg.LocalMode(),
 		Decisions: decider, Reviewers: cfg.Reviewers(), AgentApprovers: cfg.AgentApproverGrants(), Decided: slackHandlers.Decided,
 		Names:          directory,

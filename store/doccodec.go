@@ -30,7 +30,7 @@ var docDict = []byte(docDict1)
 // default level with the dictionary stores seed 000's example in about
 // 530 B (the standard library's in about 515 B: the same jemalloc size
 // class); BestSpeed ignores a preset dictionary.
-const docLevel = kflate.DefaultCompression
+const docLevel = kflate.BestSpeed
 
 // The compressors and decompressors are pooled: each holds hundreds of KB
 // of state that would otherwise be allocated per request.
@@ -44,7 +44,7 @@ var (
 
 // encodeDoc is the stored form of a document.
 func encodeDoc(doc []byte) string {
-	var buf bytes.Buffer
+	var buf strings.Builder // its String does not copy
 	buf.Grow(len(doc)/2 + 16)
 	buf.WriteByte(docDeflated)
 	w := docWriters.Get().(*kflate.Writer)

@@ -355,12 +355,25 @@ func (s *Store) queuePublish(ctx context.Context, p redis.Pipeliner, id string) 
 }
 
 // SubscribeChanges delivers the id of every request that changes, from any
-// process, until ctx ends. One subscription serves a whole process.
-func (s *Store) SubscribeChanges(ctx context.Context) <-chan string {
+// process, until ctx ends, on each of consumers channels (at least one).
+// They share one Redis subscription: Redis sends each change once per
+// subscription, to every process, so a process that subscribed once per
+// consumer (its long polls, its event streams' reader) paid a delivery
+// more for every write anywhere (issue #17).
+func (s *Store) SubscribeChanges(ctx context.Context, consumers int) []<-chan string {
 	sub := s.rdb.Subscribe(ctx, s.keys.changes())
-	out := make(chan string, 256)
+	outs := make([]chan string, max(consumers, 1))
+	recv := make([]<-chan string, len(outs))
+	for i := range outs {
+		outs[i] = make(chan string, 256)
+		recv[i] = outs[i]
+	}
 	go func() {
-		defer close(out)
+		defer func() {
+			for _, out := range outs {
+				close(out)
+			}
+		}()
 		defer sub.Close()
 		ch := sub.Channel()
 		for {
@@ -371,12 +384,14 @@ func (s *Store) SubscribeChanges(ctx context.Context) <-chan string {
 				if !ok {
 					return
 				}
-				select {
-				case out <- m.Payload:
-				default: // a slow consumer misses a wake-up, never blocks the others
+				for _, out := range outs {
+					select {
+					case out <- m.Payload:
+					default: // a slow consumer misses a wake-up, never blocks the others
+					}
 				}
 			}
 		}
 	}()
-	return out
+	return recv
 }

@@ -69,8 +69,9 @@ func (e *env) fullAPI(edit func(*webhook.Options)) *api {
 		Grants: approval.StandingApprovals{Store: e.st, Max: time.Hour, LookupBudget: time.Minute}})
 	ctx, cancel := context.WithCancel(context.Background())
 	e.t.Cleanup(cancel)
-	hub := webhook.NewEventHub(ctx, e.st, e.st.SubscribeChanges(ctx), webhook.EventHubOptions{})
-	waiters := webhook.NewWaiters(e.st.SubscribeChanges(ctx))
+	changes := e.st.SubscribeChanges(ctx, 2)
+	hub := webhook.NewEventHub(ctx, e.st, changes[0], webhook.EventHubOptions{})
+	waiters := webhook.NewWaiters(changes[1])
 	return e.api(func(o *webhook.Options) {
 		o.Lifecycle, o.Decisions, o.Reviewers, o.AgentApprovers = core, core, reviewers, approvers
 		o.Names = names{}

@@ -28,8 +28,9 @@ func (e *env) eventsAPIWaiters(opts webhook.EventHubOptions) (*api, *webhook.Eve
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	e.t.Cleanup(cancel)
-	hub := webhook.NewEventHub(ctx, e.st, e.st.SubscribeChanges(ctx), opts)
-	w := webhook.NewWaiters(e.st.SubscribeChanges(ctx))
+	changes := e.st.SubscribeChanges(ctx, 2)
+	hub := webhook.NewEventHub(ctx, e.st, changes[0], opts)
+	w := webhook.NewWaiters(changes[1])
 	return e.api(func(o *webhook.Options) { o.Events, o.Waiters = hub, w }), hub, w, cancel
 }
 
