@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestSmoke(t *testing.T) {
 	}
 	cfg := Config{
 		Only:     map[string]bool{},
-		Duration: 300 * time.Millisecond, Concurrency: 4, Rates: []float64{60, 80},
+		Duration: 300 * time.Millisecond, Concurrency: 4, Rounds: 2, Rates: []float64{60, 80},
 		MemoryN: 20, BurstN: 20, BurstInterval: 20 * time.Millisecond,
 		ClickRate: 40, SustainedC: 4, Channels: 4, SustainedPace: time.Millisecond,
 		SustainedRates: []float64{50},
@@ -39,6 +40,9 @@ func TestSmoke(t *testing.T) {
 	}
 	if in.Ratio <= 0 || in.Bot.CPUPer1000 <= 0 || in.Floor.CPUPer1000 <= 0 || in.Bot.RedisPer1000 <= 0 {
 		t.Errorf("intake ratio or CPU: %+v", in)
+	}
+	if len(in.Rounds) != 2 || slices.Contains(in.Rounds, 0) {
+		t.Errorf("intake rounds: %v, want 2 ratios", in.Rounds)
 	}
 	if len(r.Latency) != 2 {
 		t.Errorf("latency: %d open loops, want one per rate", len(r.Latency))

@@ -39,6 +39,7 @@ type Config struct {
 	Only          map[string]bool
 	Duration      time.Duration // each closed and open loop
 	Concurrency   int
+	Rounds        int
 	Rates         []float64 // one open loop per rate
 	MemoryN       int
 	BurstN        int
@@ -87,6 +88,7 @@ func main() {
 	cfg := Config{}
 	flag.DurationVar(&cfg.Duration, "duration", 5*time.Second, "length of each closed loop (intake) and open loop (latency)")
 	flag.IntVar(&cfg.Concurrency, "c", 32, "closed-loop senders, the same for the bot and the floor")
+	flag.IntVar(&cfg.Rounds, "rounds", 3, "rounds of intake's closed loops (a floor's and a bot's, of -duration each, in alternating order), added up")
 	rates := flag.String("rate", "500,1000", "open-loop rates, requests/s, comma-separated: one latency measurement each")
 	flag.IntVar(&cfg.MemoryN, "memory-n", 1000, "pending requests created for the memory measurement")
 	flag.IntVar(&cfg.BurstN, "burst-n", 300, "requests in the one-channel burst")
@@ -165,7 +167,7 @@ func Run(cfg Config, logw io.Writer) (Results, error) {
 		r.Machine.RedisFrom = "redis-server started by bench"
 	}
 	if cfg.Only["intake"] {
-		v, err := e.measureIntake(cfg.Concurrency, cfg.Duration)
+		v, err := e.measureIntake(cfg.Concurrency, cfg.Duration, cfg.Rounds)
 		r.Intake = &v
 		if err != nil {
 			return r, err
@@ -263,8 +265,13 @@ func printTable(out io.Writer, r Results, cfg Config) {
 	fmt.Fprintln(w, "Measure\tapprovalbot\tfloor\tbot/floor or note")
 	fmt.Fprintln(w, "-------\t-----------\t-----\t-----------------")
 	if in := r.Intake; in != nil {
-		fmt.Fprintf(w, "Intake, closed loop (%d senders, %v), req/s\t%.0f\t%.0f\t%.2f×\n",
-			in.Concurrency, cfg.Duration, in.Bot.PerSecond, in.Floor.PerSecond, in.Ratio)
+		fmt.Fprintf(w, "Intake, closed loop (%d senders, %d rounds of %v each), req/s\t%.0f\t%.0f\t%.2f×\n",
+			in.Concurrency, len(in.Rounds), cfg.Duration, in.Bot.PerSecond, in.Floor.PerSecond, in.Ratio)
+		rounds := make([]string, len(in.Rounds))
+		for i, x := range in.Rounds {
+			rounds[i] = fmt.Sprintf("%.2f×", x)
+		}
+		fmt.Fprintf(w, "  each round's bot/floor\t\t\t%s\n", strings.Join(rounds, " "))
 		fmt.Fprintf(w, "  errors\t%d\t%d\t\n", in.Bot.Errors, in.Floor.Errors)
 		fmt.Fprintf(w, "CPU-s per 1,000 requests, this process (server + load generator)\t%.3f\t%.3f\t%.2f×\n",
 			in.Bot.CPUPer1000, in.Floor.CPUPer1000, ratio(in.Bot.CPUPer1000, in.Floor.CPUPer1000))

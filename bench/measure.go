@@ -105,12 +105,27 @@ func (e *env) closedLoop(url string, conc int, warm, d time.Duration) Throughput
 	})
 	t := Throughput{Requests: w.ok, Errors: w.failed, Seconds: w.stopped.Sub(w.start).Seconds(),
 		ProcessCPU: cpu1 - cpu0, RedisCPU: r1 - r0}
+	return t.rates()
+}
+
+// rates fills in t's figures per second and per 1,000 requests.
+func (t Throughput) rates() Throughput {
 	t.PerSecond = float64(t.Requests) / t.Seconds
 	if t.Requests > 0 {
 		t.CPUPer1000 = t.ProcessCPU / float64(t.Requests) * 1000
 		t.RedisPer1000 = t.RedisCPU / float64(t.Requests) * 1000
 	}
 	return t
+}
+
+// add is t and u counted as one loop.
+func (t Throughput) add(u Throughput) Throughput {
+	t.Requests += u.Requests
+	t.Errors += u.Errors
+	t.Seconds += u.Seconds
+	t.ProcessCPU += u.ProcessCPU
+	t.RedisCPU += u.RedisCPU
+	return t.rates()
 }
 
 // window is what a closed loop did: the sends that succeeded or failed
@@ -241,12 +256,18 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // Intake is the throughput, latency and CPU of the bot and the floor.
 type Intake struct {
 	Concurrency int        `json:"concurrency"`
-	Bot         Throughput `json:"bot"`
-	Floor       Throughput `json:"floor"`
-	Ratio       float64    `json:"ratio"` // bot / floor requests per second
+	Bot         Throughput `json:"bot"`   // every round's loops added up
+	Floor       Throughput `json:"floor"` // the same
+	Ratio       float64    `json:"ratio"` // bot / floor requests per second, as printed
+	// Rounds are each round's own bot / floor ratio.
+	Rounds []float64 `json:"round_ratios"`
 }
 
-func (e *env) measureIntake(conc int, d time.Duration) (Intake, error) {
+// measureIntake runs rounds rounds of one closed loop against the floor and
+// one against the bot, the floor first in odd rounds and second in even
+// ones: a shared VM's speed drifts by tens of percent within a minute, and
+// one pair measured one after the other took the drift for a difference.
+func (e *env) measureIntake(conc int, d time.Duration, rounds int) (Intake, error) {
 	in, err := e.newBot(e.prefix("intake"), slackemu.New(slackemu.Options{MaxCalls: 1000}), time.Second)
 	if err != nil {
 		return Intake{}, err
@@ -256,11 +277,19 @@ func (e *env) measureIntake(conc int, d time.Duration) (Intake, error) {
 	defer floor.Close()
 	warm := min(time.Second, d/5)
 	r := Intake{Concurrency: conc}
-	r.Floor = e.closedLoop(floor.URL, conc, warm, d)
-	r.Bot = e.closedLoop(in.http.URL, conc, warm, d)
-	if r.Floor.PerSecond > 0 {
-		r.Ratio = r.Bot.PerSecond / r.Floor.PerSecond
+	for i := range max(rounds, 1) {
+		var bot, fl Throughput
+		if i%2 == 0 {
+			fl = e.closedLoop(floor.URL, conc, warm, d)
+			bot = e.closedLoop(in.http.URL, conc, warm, d)
+		} else {
+			bot = e.closedLoop(in.http.URL, conc, warm, d)
+			fl = e.closedLoop(floor.URL, conc, warm, d)
+		}
+		r.Rounds = append(r.Rounds, ratio(bot.PerSecond, fl.PerSecond))
+		r.Bot, r.Floor = r.Bot.add(bot), r.Floor.add(fl)
 	}
+	r.Ratio = ratio(r.Bot.PerSecond, r.Floor.PerSecond)
 	if r.Bot.Requests == 0 || r.Floor.Requests == 0 {
 		return r, fmt.Errorf("intake: nothing accepted (bot %d errors, floor %d errors)", r.Bot.Errors, r.Floor.Errors)
 	}
