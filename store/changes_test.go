@@ -2,7 +2,7 @@ package store_test
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,29 +62,22 @@ func TestSubscribeChangesShared(t *testing.T) {
 func numSub(t *testing.T, rdb redis.UniversalClient, channel string) int64 {
 	t.Helper()
 	ctx := testCtx(t)
-	count := func(c *redis.Client) (int64, error) {
-		n, err := c.PubSubNumSub(ctx, channel).Result()
-		return n[channel], err
-	}
 	cluster, ok := rdb.(*redis.ClusterClient)
 	if !ok {
-		n, err := count(rdb.(*redis.Client))
+		n, err := rdb.PubSubNumSub(ctx, channel).Result()
 		if err != nil {
 			t.Fatalf("PUBSUB NUMSUB: %v", err)
 		}
-		return n
+		return n[channel]
 	}
-	var mu sync.Mutex
-	var total int64
+	var total atomic.Int64
 	err := cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-		n, err := count(c)
-		mu.Lock()
-		total += n
-		mu.Unlock()
+		n, err := c.PubSubNumSub(ctx, channel).Result()
+		total.Add(n[channel])
 		return err
 	})
 	if err != nil {
 		t.Fatalf("PUBSUB NUMSUB on each master: %v", err)
 	}
-	return total
+	return total.Load()
 }
