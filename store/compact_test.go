@@ -78,7 +78,7 @@ func testCompactRequest(t *testing.T, f retentionFixture) {
 	if doc, ok := h["doc"]; ok {
 		t.Errorf("the request's hash holds its document (%d bytes); it has a key of its own", len(doc))
 	}
-	if doc := rdb.Get(f.ctx, f.key(shardOf(id), "doc:"+id)).Val(); doc == "" || doc[0] != 0x01 || len(doc) >= len(n.Document) {
+	if doc := rdb.Get(f.ctx, f.key(shardOf(id), "doc:"+id)).Val(); doc == "" || doc[0] != store.DocS2 || len(doc) >= len(n.Document) {
 		t.Errorf("stored doc is %d bytes (%.1q); want it compressed (document %d bytes)", len(doc), doc, len(n.Document))
 	}
 	for _, field := range []string{"id", "version", "response_url", "timers", "reviewer_idx", "mentions"} {

@@ -8,80 +8,76 @@ import (
 	"strings"
 	"sync"
 
-	kflate "github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/s2"
 )
 
-// The request hash's "doc" field holds the request's document compressed
-// (issue #17: a pending request under 4 KB of Redis; the document is most
-// of it). A compressed value starts with docDeflated and continues with
-// raw DEFLATE (RFC 1951) under the preset dictionary docDict1; a value
-// starting otherwise is the document as sent, which is what records
-// written before compression hold, and what a document that does not
-// shrink is kept as. A JSON document starts with '{' (or whitespace),
-// never with this byte.
-const docDeflated = 0x01
-
-// docDict is docDict1 as the compressor takes it.
-var docDict = []byte(docDict1)
-
-// docLevel: the compressor is klauspost/compress's DEFLATE, which writes the
-// same format as the standard library's (read back by compress/flate) at
-// about two thirds of its CPU for these documents, on intake's path. At
-// BestSpeed (which, unlike the standard library's, does use the preset
-// dictionary) it stores seed 000's example in 536 B, at about 60% of the
-// CPU of its default level, which stores it in 479 B (issue #17: intake's
-// CPU is the goal still missed, memory has room).
-const docLevel = kflate.BestSpeed
-
-// The compressors and decompressors are pooled: each holds hundreds of KB
-// of state that would otherwise be allocated per request.
-var (
-	docWriters = sync.Pool{New: func() any {
-		w, _ := kflate.NewWriterDict(nil, docLevel, docDict) // only fails for a bad level
-		return w
-	}}
-	docReaders = sync.Pool{New: func() any { return flate.NewReaderDict(bytes.NewReader(nil), docDict) }}
+// A request's document is kept compressed in a key of its own (issue #17:
+// a pending request under 4 KB of Redis; the document is most of it). The
+// stored value's first byte says how:
+//
+//   - docS2: an S2 block (klauspost/compress/s2, a Snappy extension)
+//     under the preset dictionary docDict1. What every create writes.
+//   - docDeflated: raw DEFLATE (RFC 1951) under docDict1, which commits
+//     made while issue #17 was in progress wrote. Read, never written.
+//   - anything else: the document as sent, which records written before
+//     compression hold, and what a document that does not shrink is kept
+//     as. A JSON document starts with '{' (or whitespace), never with
+//     either byte.
+//
+// S2 over DEFLATE: intake compresses every document on its path, and S2
+// does it in about a tenth of DEFLATE's CPU at its fastest level (1.6 µs
+// against 16 µs for seed 000's example), and decompresses in a fifth,
+// storing 650 B against 537 B: intake's CPU is issue #17's goal still
+// missed, and memory has room (BENCHMARKS.md).
+const (
+	docDeflated = 0x01
+	docS2       = 0x02
 )
+
+// docS2Dict is docDict1 as S2 takes it. Its first repeat offset (where S2
+// looks for a match before the block has any history) is pinned at 0,
+// rather than left to the library to choose, because a block can be read
+// only with the very dictionary and offset it was written with.
+var docS2Dict = s2.MakeDictManual([]byte(docDict1), 0)
 
 // encodeDoc is the stored form of a document.
 func encodeDoc(doc []byte) string {
-	var buf strings.Builder // its String does not copy
-	buf.Grow(len(doc)/2 + 16)
-	buf.WriteByte(docDeflated)
-	w := docWriters.Get().(*kflate.Writer)
-	w.Reset(&buf)
-	_, err := w.Write(doc)
-	if err == nil {
-		err = w.Close()
-	}
-	docWriters.Put(w)
-	if err != nil || buf.Len() >= len(doc) {
+	// The block is written after the leading byte in one allocation,
+	// which the returned string then owns.
+	buf := make([]byte, 1+s2.MaxEncodedLen(len(doc)))
+	buf[0] = docS2
+	block := docS2Dict.Encode(buf[1:], doc)
+	if len(block)+1 >= len(doc) {
 		return string(doc) // as sent: never larger than the document
 	}
-	stored := buf.String()
-	inflated.put(stored, doc) // Create decodes its record at once, the post job soon after
-	return stored
+	return string(buf[:1+len(block)])
 }
 
-// decodeDoc reads the "doc" field in either form.
+// decodeDoc reads a stored document in any of its forms.
 func decodeDoc(v string) ([]byte, error) {
-	if v == "" || v[0] != docDeflated {
+	if v == "" {
 		return []byte(v), nil
 	}
-	if doc, ok := inflated.get(v); ok {
+	switch v[0] {
+	case docS2:
+		doc, err := docS2Dict.Decode(nil, []byte(v[1:]))
+		if err != nil {
+			return nil, fmt.Errorf("store: decode document: %w", err)
+		}
 		return doc, nil
+	case docDeflated:
+		return inflateDoc(v)
 	}
-	doc, err := inflateDoc(v)
-	if err == nil {
-		inflated.put(v, doc)
-	}
-	return doc, err
+	return []byte(v), nil
 }
+
+// docReaders pools DEFLATE's decompressors: each holds tens of KB of state.
+var docReaders = sync.Pool{New: func() any { return flate.NewReaderDict(bytes.NewReader(nil), []byte(docDict1)) }}
 
 func inflateDoc(v string) ([]byte, error) {
 	r := docReaders.Get().(io.ReadCloser)
 	defer docReaders.Put(r)
-	if err := r.(flate.Resetter).Reset(strings.NewReader(v[1:]), docDict); err != nil {
+	if err := r.(flate.Resetter).Reset(strings.NewReader(v[1:]), []byte(docDict1)); err != nil {
 		return nil, fmt.Errorf("store: inflate document: %w", err)
 	}
 	out := bytes.NewBuffer(make([]byte, 0, 3*len(v)))
@@ -89,41 +85,4 @@ func inflateDoc(v string) ([]byte, error) {
 		return nil, fmt.Errorf("store: inflate document: %w", err)
 	}
 	return out.Bytes(), nil
-}
-
-// docs caches recently stored or read documents by their stored form: a
-// request's record is decoded several times within moments (its create,
-// each step of its post job, each Update), and inflating costs ~7 µs of CPU
-// each time against ~0.2 µs for a hit. A document never changes once
-// stored, and the key is the stored bytes themselves, so an entry cannot
-// go stale.
-var inflated = inflatedCache{m: map[string][]byte{}}
-
-// inflatedCacheSize bounds the cache: ~2 KB per entry for seed 000's example.
-const inflatedCacheSize = 1024
-
-type inflatedCache struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-// get returns a copy: a Record's Document is the caller's own.
-func (c *inflatedCache) get(stored string) ([]byte, bool) {
-	c.mu.Lock()
-	doc, ok := c.m[stored]
-	c.mu.Unlock()
-	return bytes.Clone(doc), ok
-}
-
-func (c *inflatedCache) put(stored string, doc []byte) {
-	doc = bytes.Clone(doc)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[stored]; !ok && len(c.m) >= inflatedCacheSize {
-		for k := range c.m { // an arbitrary entry: Go's map order
-			delete(c.m, k)
-			break
-		}
-	}
-	c.m[stored] = doc
 }

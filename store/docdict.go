@@ -1,12 +1,12 @@
 package store
 
-// docDict1 is the preset DEFLATE dictionary of stored documents whose
-// "doc" field starts with docDeflated (doccodec.go): the decision-request
+// docDict1 is the preset dictionary of stored documents (doccodec.go: S2
+// blocks, and the DEFLATE ones earlier commits wrote): the decision-request
 // vocabulary every request shares (the property names of
 // aah/schema/decision-request.schema.json, its enums, the usual nesting),
-// and no request's content. With it, at docLevel, examples/marketing-
-// strategy.json (seed 000's example, compacted) stores in 565 B instead of
-// 791 B, examples/scale-service.json in 949 B instead of 1,297 B.
+// and no request's content. With it, examples/marketing-strategy.json (seed
+// 000's example, compacted) stores in 650 B instead of 1,593 B (S2; DEFLATE
+// at BestSpeed: 537 B).
 //
 // Stored documents can be read only with the very dictionary they were
 // written with: this one must never change (TestDocDictPinned holds it). A

@@ -79,3 +79,7 @@ func OneNodeOnly(ctx context.Context) bool {
 func (s *Store) DeleteDocumentForTest(ctx context.Context, id string) error {
 	return s.rdb.Del(ctx, s.keys.document(id)).Err()
 }
+
+// DocS2 is the leading byte of a document stored as an S2 block, what
+// every create writes (doccodec.go).
+const DocS2 = docS2
