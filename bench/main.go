@@ -19,7 +19,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -33,8 +32,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/approvalbot/approvalbot/bot"
 )
 
 // Config is one run's sizes.
@@ -69,7 +66,6 @@ type Machine struct {
 	Go        string `json:"go"`
 	Redis     string `json:"redis"`
 	RedisFrom string `json:"redis_from"`
-	GC        string `json:"gc"` // the collector's settings, as the command sets them (bot.ApplyGCDefaults)
 }
 
 // Results is everything one run measured; a section is nil when skipped.
@@ -159,10 +155,6 @@ func main() {
 func Run(cfg Config, logw io.Writer) (Results, error) {
 	var r Results
 	r.Machine = machine()
-	// The bots measured here run in this process: give it the collector
-	// settings the command gives its own (the floor and the load generator
-	// run under them too).
-	r.Machine.GC = describeGC(bot.ApplyGCDefaults(context.Background(), nil))
 	e, err := newEnv(logw, cfg.LogLevel)
 	if err != nil {
 		return r, err
@@ -255,23 +247,6 @@ func machine() Machine {
 	return m
 }
 
-// describeGC says what the collector runs with: approvalbot's defaults,
-// or what GOGC and GOMEMLIMIT set.
-func describeGC(d bot.GCDefaults) string {
-	gogc := "GOGC " + os.Getenv("GOGC") + " (set)"
-	if d.GCPercent > 0 {
-		gogc = fmt.Sprintf("GOGC %d (the command's default)", d.GCPercent)
-	}
-	limit := "no memory limit"
-	switch {
-	case os.Getenv("GOMEMLIMIT") != "":
-		limit = "GOMEMLIMIT " + os.Getenv("GOMEMLIMIT") + " (set)"
-	case d.MemoryLimit > 0:
-		limit = fmt.Sprintf("memory limit %d MiB (90%% of the cgroup's)", d.MemoryLimit>>20)
-	}
-	return gogc + ", " + limit
-}
-
 func redisVersion(e *env) string {
 	info, _ := e.rdb.Info(bgctx(), "server").Result()
 	for _, line := range strings.Split(info, "\n") {
@@ -284,8 +259,8 @@ func redisVersion(e *env) string {
 
 func printTable(out io.Writer, r Results, cfg Config) {
 	m := r.Machine
-	fmt.Fprintf(out, "Machine: %s, %d cores, load average %s at start; %s (%s); Redis %s (%s)\n\n",
-		m.CPU, m.Cores, m.LoadAvg, m.Go, m.GC, m.Redis, m.RedisFrom)
+	fmt.Fprintf(out, "Machine: %s, %d cores, load average %s at start; %s; Redis %s (%s)\n\n",
+		m.CPU, m.Cores, m.LoadAvg, m.Go, m.Redis, m.RedisFrom)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "Measure\tapprovalbot\tfloor\tbot/floor or note")
 	fmt.Fprintln(w, "-------\t-----------\t-----\t-----------------")

@@ -37,7 +37,6 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	log := bot.NewLogger(cfg, os.Stderr)
-	bot.ApplyGCDefaults(ctx, log)
 	var opened bot.Cleanup
 	defer func() { err = errors.Join(err, opened.Unwind(context.WithoutCancel(ctx))) }()
 
