@@ -25,10 +25,11 @@ import (
 //     either byte.
 //
 // S2 over DEFLATE: intake compresses every document on its path, and S2
-// does it in about a tenth of DEFLATE's CPU at its fastest level (1.6 µs
-// against 16 µs for seed 000's example), and decompresses in a fifth,
-// storing 650 B against 537 B: intake's CPU is issue #17's goal still
-// missed, and memory has room (BENCHMARKS.md).
+// does it in about a quarter of the CPU of DEFLATE at BestSpeed (3.9 µs
+// against 15.7 µs for seed 000's example, BenchmarkDocCodec) and
+// decompresses in a third (2.4 against 7.8 µs), storing 650 B against
+// 537 B: intake's CPU is issue #17's goal still missed, and memory has
+// room (BENCHMARKS.md).
 const (
 	docDeflated = 0x01
 	docS2       = 0x02
@@ -42,8 +43,8 @@ var docS2Dict = s2.MakeDictManual([]byte(docDict1), 0)
 
 // encodeDoc is the stored form of a document.
 func encodeDoc(doc []byte) string {
-	// The block is written after the leading byte in one allocation,
-	// which the returned string then owns.
+	// The block is written after the leading byte, in a buffer of the
+	// most it can take; the string copies only what it took.
 	buf := make([]byte, 1+s2.MaxEncodedLen(len(doc)))
 	buf[0] = docS2
 	block := docS2Dict.Encode(buf[1:], doc)
