@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -20,6 +21,22 @@ func TestDocDictPinned(t *testing.T) {
 	sum := sha256.Sum256([]byte(docDict1))
 	if got := hex.EncodeToString(sum[:]); got != "7887f24a249b4cf37c0eddc01b6cc19a70edab01006241bc9d9da9e42da44beb" {
 		t.Fatalf("docDict1 changed (sha256 %s): stored documents would not decode; add a new dictionary instead", got)
+	}
+}
+
+// A document stored as an S2 block must read back the same for good,
+// whatever version of the S2 library reads it: one block written on
+// 2026-11-27 (klauspost/compress v1.20.1), kept as it was stored.
+func TestDocS2Pinned(t *testing.T) {
+	const doc = `{"aah_version":"0.1","artifact":{"id":"pinned-1","type":"decision/request","title":"Ship the release?"},` +
+		`"content":{"body":{"data":{"decisions":[{"id":"d1","type":"approval","prompt":"Ship it?","required":true}]}}}}`
+	stored, err := base64.StdEncoding.DecodeString("AtYBFQAaMGlkIjoicGlubmVkLTFqJAbZSURTaGlwIHRoZSByZWxlYXNlPyJ25AQxZRBz" +
+		"Ijpbe23VHWp1uH3nHFNoaXAgaXQ/Mu8DJHRydWV9XX19fX0=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := decodeDoc(string(stored)); err != nil || string(got) != doc {
+		t.Fatalf("decodeDoc(pinned S2 block) = %q, %v", got, err)
 	}
 }
 
