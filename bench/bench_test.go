@@ -41,6 +41,15 @@ func TestSmoke(t *testing.T) {
 	if in.Ratio <= 0 || in.Bot.CPUPer1000 <= 0 || in.Floor.CPUPer1000 <= 0 || in.Bot.RedisPer1000 <= 0 {
 		t.Errorf("intake ratio or CPU: %+v", in)
 	}
+	// Every floor request is one SET; a create is many more calls.
+	if in.Floor.AllRequests < in.Floor.Requests || in.Floor.RedisCalls["set"] < in.Floor.AllRequests {
+		t.Errorf("floor's Redis calls: %d SETs for %d requests", in.Floor.RedisCalls["set"], in.Floor.AllRequests)
+	}
+	botCalls := float64(in.Bot.RedisCalls.total()) / float64(in.Bot.AllRequests)
+	floorCalls := float64(in.Floor.RedisCalls.total()) / float64(in.Floor.AllRequests)
+	if in.Bot.AllRequests < in.Bot.Requests || botCalls <= floorCalls {
+		t.Errorf("Redis calls per request: bot %.1f (%v), floor %.1f", botCalls, in.Bot.RedisCalls, floorCalls)
+	}
 	if len(in.Rounds) != 2 || slices.Contains(in.Rounds, 0) {
 		t.Errorf("intake rounds: %v, want 2 ratios", in.Rounds)
 	}
@@ -89,7 +98,7 @@ func TestSmoke(t *testing.T) {
 	}
 	var out strings.Builder
 	printTable(&out, r, cfg)
-	for _, want := range []string{"Machine:", "Intake, closed loop", "open loop", "never posted (no job runner): MEMORY USAGE", "posted (runner ran, queue quiet): MEMORY USAGE", "Burst of 20", "Click ack", "Sustained end-to-end", "open loop 50 req/s"} {
+	for _, want := range []string{"Machine:", "Intake, closed loop", "Redis calls per request", "open loop", "never posted (no job runner): MEMORY USAGE", "posted (runner ran, queue quiet): MEMORY USAGE", "Burst of 20", "Click ack", "Sustained end-to-end", "open loop 50 req/s"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

@@ -277,6 +277,8 @@ func printTable(out io.Writer, r Results, cfg Config) {
 			in.Bot.CPUPer1000, in.Floor.CPUPer1000, ratio(in.Bot.CPUPer1000, in.Floor.CPUPer1000))
 		fmt.Fprintf(w, "CPU-s per 1,000 requests, redis-server\t%.3f\t%.3f\t%.2f×\n",
 			in.Bot.RedisPer1000, in.Floor.RedisPer1000, ratio(in.Bot.RedisPer1000, in.Floor.RedisPer1000))
+		fmt.Fprintf(w, "Redis calls per request, scripts' inner calls included (INFO commandstats)\t%s\t%s\t\n",
+			in.Bot.RedisCalls.perRequest(in.Bot.AllRequests, 5), in.Floor.RedisCalls.perRequest(in.Floor.AllRequests, 1))
 	}
 	for _, l := range r.Latency {
 		fmt.Fprintf(w, "Intake latency, open loop %.0f req/s for %v: p50 / p99 / max ms\t%.2f / %.2f / %.2f\t%.2f / %.2f / %.2f\tp99 %.2f×\n",

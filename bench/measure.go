@@ -26,6 +26,11 @@ type Throughput struct {
 	RedisCPU     float64 `json:"redis_cpu_seconds"`   // redis-server, from INFO cpu
 	CPUPer1000   float64 `json:"process_cpu_seconds_per_1000"`
 	RedisPer1000 float64 `json:"redis_cpu_seconds_per_1000"`
+	// RedisCalls are the calls redis-server counted from the loop's first
+	// send to its last answer (scripts' inner calls included: redisCalls),
+	// for AllRequests: every request answered 2xx then, warm-up included.
+	RedisCalls  redisCalls `json:"redis_calls,omitempty"`
+	AllRequests int64      `json:"requests_in_all,omitempty"`
 }
 
 // Latency is an open loop at a fixed rate: request i is due at start + i/rate
@@ -94,6 +99,7 @@ func (e *env) closedLoop(url string, conc int, warm, d time.Duration) Throughput
 	c := newClient()
 	defer c.CloseIdleConnections()
 	var cpu0, r0, cpu1, r1 float64
+	calls0 := e.redisCalls()
 	w := runClosedLoop(conc, warm, d, func() error {
 		return post(c, url, e.requestBody(fmt.Sprintf("b%d", e.seq.Add(1))))
 	}, func(start bool) {
@@ -104,7 +110,7 @@ func (e *env) closedLoop(url string, conc int, warm, d time.Duration) Throughput
 		}
 	})
 	t := Throughput{Requests: w.ok, Errors: w.failed, Seconds: w.stopped.Sub(w.start).Seconds(),
-		ProcessCPU: cpu1 - cpu0, RedisCPU: r1 - r0}
+		ProcessCPU: cpu1 - cpu0, RedisCPU: r1 - r0, RedisCalls: e.redisCalls().since(calls0), AllRequests: w.allOK}
 	return t.rates()
 }
 
@@ -125,6 +131,8 @@ func (t Throughput) add(u Throughput) Throughput {
 	t.Seconds += u.Seconds
 	t.ProcessCPU += u.ProcessCPU
 	t.RedisCPU += u.RedisCPU
+	t.RedisCalls = t.RedisCalls.plus(u.RedisCalls)
+	t.AllRequests += u.AllRequests
 	return t.rates()
 }
 
