@@ -88,6 +88,18 @@ if ARGV[2] == '1' and ARGV[6] ~= '0' then
   if redis.call('ZCOUNT', KEYS[tonumber(ARGV[6])], '(' .. now, '+inf') > 0 then return {'grants'} end
 end
 local cursorAt = ''
+-- Fields a pseudo-command sets on the request's hash (stash: the key, then
+-- fields and values) wait for the next command: an HSET of the same hash
+-- writes them with its own, one call instead of two (its own fields come
+-- after them, so they win a field both name, as when it ran second);
+-- anything else has them written just before it.
+local stash
+local function flush()
+  if stash then
+    redis.call('HSET', unpack(stash))
+    stash = nil
+  end
+end
 
 local function globalAudit(a, last)
   local chain, pending, base, req = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
@@ -102,9 +114,9 @@ local function globalAudit(a, last)
   if #entries > 0 then redis.call('RPUSH', pending, unpack(entries)) end
   if req == '' then return end
   if ARGV[a + 4] == '1' and #entries > 0 then
-    redis.call('HSET', req, 'audit_gseq0', first, 'audit_gseq', seq)
+    stash = {req, 'audit_gseq0', first, 'audit_gseq', seq}
   else
-    redis.call('HSET', req, 'audit_gseq', seq)
+    stash = {req, 'audit_gseq', seq}
   end
 end
 
@@ -147,15 +159,23 @@ local i = 10
 while i <= #ARGV do
   local n = tonumber(ARGV[i])
   local cmd = ARGV[i + 1]
-  if cmd == '` + cmdGlobalAudit + `' then
-    globalAudit(i + 2, i + n)
-  elseif cmd == '` + cmdEvents + `' then
-    events(i + 2, i + n)
+  if stash and cmd == 'hset' and ARGV[i + 2] == stash[1] then
+    for j = i + 3, i + n do stash[#stash + 1] = ARGV[j] end
+    redis.call('HSET', unpack(stash))
+    stash = nil
   else
-    redis.call(unpack(ARGV, i + 1, i + n))
+    flush()
+    if cmd == '` + cmdGlobalAudit + `' then
+      globalAudit(i + 2, i + n)
+    elseif cmd == '` + cmdEvents + `' then
+      events(i + 2, i + n)
+    else
+      redis.call(unpack(ARGV, i + 1, i + n))
+    end
   end
   i = i + n + 1
 end
+flush()
 return {'ok', cursorAt}
 `)
 

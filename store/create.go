@@ -364,14 +364,12 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	if s.homeJobs {
 		jobs = append(jobs, redis.Z{Score: float64(homeDueAfterCreate(now)), Member: jobID(JobHome, n.ID)})
 	}
-	p.ZAdd(ctx, s.keys.jobs(shard).due, jobs...)
 	reviewers := uniqueUsers(nil, n.Reviewers)
 	// A field that would hold its default (no response_url, no timers, no
 	// reviewers, version 1) is not written: every field of a hash costs
 	// ~50 bytes of Redis, and decodeRecord reads an absent one as its
 	// default. Nor is the id: the key names it.
 	fields := make([]any, 0, 28)
-	p.Set(ctx, s.keys.document(n.ID), encodeDoc(n.Document), 0) // not a field: storedDocument says why
 	fields = append(fields, "agent", n.Agent, "status", string(aah.StatusPending),
 		"hash", n.BodyHash, "channel", n.Channel,
 		"received_ms", strconv.FormatInt(ms, 10), "updated_ms", strconv.FormatInt(ms, 10),
@@ -392,7 +390,11 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 		fields = append(fields, unnamedField, "1")
 	}
 	fields = createEventsFields(n.Events, fields)
+	// The hash right after the audit entry: the write script sets the
+	// global entry's sequence fields with it, in one HSET (applyWrite).
 	p.HSet(ctx, s.keys.request(n.ID), fields...)
+	p.Set(ctx, s.keys.document(n.ID), encodeDoc(n.Document), 0) // not a field: storedDocument says why
+	p.ZAdd(ctx, s.keys.jobs(shard).due, jobs...)
 	// Exactly what Get will read back (store_test checks it), made
 	// without decoding the fields just encoded.
 	rec := Record{ID: n.ID, Agent: n.Agent, Status: aah.StatusPending, Document: n.Document, BodyHash: n.BodyHash,

@@ -311,17 +311,19 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 			ch.Jobs = append(ch.Jobs, JobAt{ID: jobID(JobSync, rec.ID), At: now})
 		}
 	}
-	if len(ch.Audit) > 0 {
-		reqHead = s.queueAudit(ctx, p, rec.ID, now, reqHead, ch.Audit, false)
-		fields = append(fields, "audit_head", reqHead.field())
-	}
 	// The fields a change deletes go before those it sets (the two never
 	// overlap): Redis sizes a hash's table for the most fields it ever held
 	// at once and does not shrink it back, so setting first would leave a
 	// posted request's hash with a table for 32 fields where 16 hold it
-	// (128 bytes of every posted request, issue #17).
+	// (128 bytes of every posted request, issue #17). They go before the
+	// audit entries too, which set the global entries' sequence fields
+	// with the HSET that follows them (applyWrite: one call, not two).
 	if len(ch.del) > 0 {
 		p.HDel(ctx, key, ch.del...)
+	}
+	if len(ch.Audit) > 0 {
+		reqHead = s.queueAudit(ctx, p, rec.ID, now, reqHead, ch.Audit, false)
+		fields = append(fields, "audit_head", reqHead.field())
 	}
 	if len(fields) > 0 {
 		p.HSet(ctx, key, fields...)
