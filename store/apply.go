@@ -54,9 +54,10 @@ const (
 //	ARGV[8] -> create: the request's id, as the count's member
 //	ARGV[9] -> create: the reservation's score
 //	ARGV[10…] -> the commands: for each, its length n, then its n words.
-//	           cmdGlobalAudit: chain, pending, base, request hash ("" for a
-//	           standalone entry), "1" to record the first seq as the
-//	           request's audit_gseq0, then entries (JSON, "seq":0 first).
+//	           cmdGlobalAudit: chain, pending, base, seq counter, request
+//	           hash ("" for a standalone entry), "1" to record the first seq
+//	           as the request's audit_gseq0, then entries (JSON, "seq":0
+//	           first).
 //	           cmdEvents: stream, now ms, MINID, request hash, cursor field
 //	           ("": none), then 5 words per event: request_id, agent,
 //	           type, at, data.
@@ -102,18 +103,30 @@ local function flush()
 end
 
 local function globalAudit(a, last)
-  local chain, pending, base, req = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  local seq = tonumber(string.match(redis.call('GET', base) or '', '^%d+') or '0')
-    + redis.call('LLEN', chain) + redis.call('LLEN', pending)
+  local chain, pending, base, counter, req = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  -- The last seq given out is the base's plus the two lists' lengths; the
+  -- counter keeps that sum, so a write reads one key, not three. Missing
+  -- (never kept yet, or evicted), INCRBY starts it at this write's count:
+  -- the sum is taken then and the counter set to follow it.
+  local n = math.max(last - (a + 6) + 1, 0)
+  local seq = redis.call('INCRBY', counter, n) - n
+  if seq == 0 then
+    local sum = tonumber(string.match(redis.call('GET', base) or '', '^%d+') or '0')
+      + redis.call('LLEN', chain) + redis.call('LLEN', pending)
+    if sum > 0 then
+      redis.call('SET', counter, sum + n)
+      seq = sum
+    end
+  end
   local first = seq + 1
   local entries = {}
-  for j = a + 5, last do
+  for j = a + 6, last do
     seq = seq + 1
     entries[#entries + 1] = '{"seq":' .. seq .. string.sub(ARGV[j], 9)
   end
   if #entries > 0 then redis.call('RPUSH', pending, unpack(entries)) end
   if req == '' then return end
-  if ARGV[a + 4] == '1' and #entries > 0 then
+  if ARGV[a + 5] == '1' and #entries > 0 then
     stash = {req, 'audit_gseq0', first, 'audit_gseq', seq}
   else
     stash = {req, 'audit_gseq', seq}
@@ -245,7 +258,7 @@ func (w write) args(reqKey string) ([]string, []any) {
 		argv = append(argv, a...)
 		switch name, _ := a[0].(string); name {
 		case cmdGlobalAudit:
-			for _, k := range a[1:5] {
+			for _, k := range a[1:6] {
 				key(k.(string))
 			}
 		case cmdEvents:

@@ -297,7 +297,7 @@ func (v AuditVerifier) verifyFrom(name string, prev chainHead, entries []AuditEn
 func (s *Store) queueAudit(ctx context.Context, p redis.Pipeliner, id string, at time.Time, reqHead chainHead, events []AuditEvent, first bool) chainHead {
 	shard := shardOf(id)
 	args := []any{cmdGlobalAudit, s.keys.auditShard(shard), s.keys.auditShardPending(shard), s.keys.auditShardBase(shard),
-		s.keys.request(id), boolArg(first)}
+		s.keys.auditShardSeq(shard), s.keys.request(id), boolArg(first)}
 	entries := make([]any, 0, len(events))
 	for _, ev := range events {
 		e := AuditEntry{Seq: reqHead.seq + 1, At: at.UTC(), RequestID: id, Event: ev.Event, Actor: ev.Actor, Data: ev.Data, Prev: reqHead.hash}

@@ -49,6 +49,9 @@ const Shards = 16
 //	<p>:{sNN}:audit-base               string  "<seq>:<hash>" of the last entry the retention sweep trimmed from
 //	                                           the front of the shard's global chain (absent: none was); the
 //	                                           chain's first entry links to it (retention.go)
+//	<p>:{sNN}:audit-seq                string  the last global seq given out in the shard: the audit-base's seq
+//	                                           plus the chain's and audit-pending's lengths, kept by the write
+//	                                           script rather than summed at each write (apply.go)
 //	<p>:{sNN}:audit-exported           string  the export mark: the highest global seq of the shard that
 //	                                           completed exports cover contiguously from entry 1 (MarkExported)
 //	<p>:{sNN}:retention                hash    the last retention sweep of the shard: when (ms), how many
@@ -230,6 +233,10 @@ func (k keys) auditShardHead(shard int) string { return k.slot(shard) + ":audit:
 func (k keys) auditShardBase(shard int) string { return k.slot(shard) + ":audit-base" }
 
 func (k keys) auditShardExported(shard int) string { return k.slot(shard) + ":audit-exported" }
+
+// auditShardSeq counts the global seqs given out in the shard (apply.go's
+// globalAudit); "audit-…" for the same reason as the two above.
+func (k keys) auditShardSeq(shard int) string { return k.slot(shard) + ":audit-seq" }
 
 // auditShardPending holds the shard's global entries not sealed yet: their
 // sequence numbers follow the chain's, their links are not written yet

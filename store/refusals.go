@@ -44,7 +44,8 @@ func (s *Store) AuditIntakeRefusal(ctx context.Context, r IntakeRefusal) error {
 	e := AuditEntry{At: s.now().UTC(), RequestID: r.ArtifactID, Event: EventIntakeRefused, Actor: "agent:" + r.Agent, Data: data}
 	p := s.record()
 	chain := s.keys.auditShard(shard)
-	p.Do(ctx, cmdGlobalAudit, chain, s.keys.auditShardPending(shard), s.keys.auditShardBase(shard), "", "0", mustJSON(e))
+	p.Do(ctx, cmdGlobalAudit, chain, s.keys.auditShardPending(shard), s.keys.auditShardBase(shard),
+		s.keys.auditShardSeq(shard), "", "0", mustJSON(e))
 	if _, err := s.apply(ctx, chain, write{cmds: p.Cmds(), sealShard: shard}); err != nil {
 		return fmt.Errorf("store: audit intake refusal of agent %s: %w", r.Agent, err)
 	}
