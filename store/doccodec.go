@@ -39,7 +39,10 @@ const (
 // looks for a match before the block has any history) is pinned at 0,
 // rather than left to the library to choose, because a block can be read
 // only with the very dictionary and offset it was written with.
-var docS2Dict = s2.MakeDictManual([]byte(docDict1), 0)
+var docS2Dict = s2.MakeDictManual(docDict, 0)
+
+// docDict is docDict1 as the codecs take it, converted once.
+var docDict = []byte(docDict1)
 
 // encodeDoc is the stored form of a document.
 func encodeDoc(doc []byte) string {
@@ -73,12 +76,12 @@ func decodeDoc(v string) ([]byte, error) {
 }
 
 // docReaders pools DEFLATE's decompressors: each holds tens of KB of state.
-var docReaders = sync.Pool{New: func() any { return flate.NewReaderDict(bytes.NewReader(nil), []byte(docDict1)) }}
+var docReaders = sync.Pool{New: func() any { return flate.NewReaderDict(bytes.NewReader(nil), docDict) }}
 
 func inflateDoc(v string) ([]byte, error) {
 	r := docReaders.Get().(io.ReadCloser)
 	defer docReaders.Put(r)
-	if err := r.(flate.Resetter).Reset(strings.NewReader(v[1:]), []byte(docDict1)); err != nil {
+	if err := r.(flate.Resetter).Reset(strings.NewReader(v[1:]), docDict); err != nil {
 		return nil, fmt.Errorf("store: inflate document: %w", err)
 	}
 	out := bytes.NewBuffer(make([]byte, 0, 3*len(v)))
