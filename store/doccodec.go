@@ -47,8 +47,18 @@ var docDict = []byte(docDict1)
 // encodeDoc is the stored form of a document.
 func encodeDoc(doc []byte) string {
 	// The block is written after the leading byte, in a buffer of the
-	// most it can take; the string copies only what it took.
-	buf := make([]byte, 1+s2.MaxEncodedLen(len(doc)))
+	// most it can take (a pooled one: ~3 KB a request on intake's path);
+	// the string copies only what it took.
+	bp := docBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledDocBuf {
+			docBufs.Put(bp)
+		}
+	}()
+	if n := 1 + s2.MaxEncodedLen(len(doc)); cap(*bp) < n {
+		*bp = make([]byte, n)
+	}
+	buf := (*bp)[:cap(*bp)]
 	buf[0] = docS2
 	block := docS2Dict.Encode(buf[1:], doc)
 	if len(block)+1 >= len(doc) {
@@ -56,6 +66,12 @@ func encodeDoc(doc []byte) string {
 	}
 	return string(buf[:1+len(block)])
 }
+
+// docBufs holds encodeDoc's buffers; one larger than maxPooledDocBuf (a
+// rare large document) is left to the collector rather than kept.
+var docBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledDocBuf = 64 << 10
 
 // decodeDoc reads a stored document in any of its forms.
 func decodeDoc(v string) ([]byte, error) {
