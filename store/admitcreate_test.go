@@ -63,6 +63,14 @@ func TestCreateAdmitted(t *testing.T) {
 				t.Fatalf("second create: created %v, err %v, decision %+v, slot %+v; want created in one step",
 					created, err, adm.Decision, adm.Slot)
 			}
+			if name != "redis" || !redistest.Cluster() {
+				// On one node the create confirmed its slot as it
+				// committed: nothing is left to confirm.
+				m, err := f.s.OpenCounted(f.ctx, "pm")
+				if err != nil || m["ad-2"] < store.OpenConfirmed {
+					t.Fatalf("ad-2's member after its create: score %v, err %v; want confirmed (>= %d)", m["ad-2"], err, int64(store.OpenConfirmed))
+				}
+			}
 			if err := f.s.ConfirmOpen(f.ctx, adm.Slot); err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,7 +54,13 @@ const (
 //	           resubmission is answered whatever the limits say.
 //	ARGV[8] -> create: the request's id, as the count's member
 //	ARGV[9] -> create: the reservation's score
-//	ARGV[10…] -> the commands: for each, its length n, then its n words.
+//	ARGV[10] -> create: with ARGV[7], the member's confirmed score
+//	           (confirmedScore), which the create gives it as it commits:
+//	           the request exists and is open from then on, so the
+//	           reservation is confirmed in the same step (ConfirmOpen's
+//	           ZADD, one call and one round trip fewer, and no confirmation
+//	           to lose in a crash)
+//	ARGV[11…] -> the commands: for each, its length n, then its n words.
 //	           cmdGlobalAudit: chain, pending, base, seq counter, request
 //	           hash ("" for a standalone entry), "1" to record the first seq
 //	           as the request's audit_gseq0, then entries (JSON, "seq":0
@@ -65,7 +72,11 @@ const (
 // Returns {"ok", the event cursor a cmdEvents wrote ("" when none)}, or
 // {what stopped it with nothing written}: "deadline", "duplicate",
 // "conflict", "notfound", "grants" or "notadmitted".
-var applyWrite = redis.NewScript(`
+var applyWrite = redis.NewScript("local argc = #ARGV\n" + applyWriteSrc)
+
+// applyWriteSrc is applyWrite's text, which reads its ARGV up to argc
+// (the last of its own: createAndQueue passes more after them).
+const applyWriteSrc = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function admitted()
@@ -168,8 +179,8 @@ local function events(a, last)
   end
 end
 
-local i = 10
-while i <= #ARGV do
+local i = 11
+while i <= argc do
   local n = tonumber(ARGV[i])
   local cmd = ARGV[i + 1]
   if stash and cmd == 'hset' and ARGV[i + 2] == stash[1] then
@@ -189,8 +200,11 @@ while i <= #ARGV do
   i = i + n + 1
 end
 flush()
+if ARGV[2] == '1' and ARGV[7] ~= '0' then
+  redis.call('ZADD', KEYS[tonumber(ARGV[7])], 'XX', ARGV[10], ARGV[8])
+end
 return {'ok', cursorAt}
-`)
+`
 
 // write is a recorded write and its guards.
 type write struct {
@@ -208,9 +222,11 @@ type createGuard struct {
 	storedOnly  bool
 	grantsKey   string // the agent's grant copies of the shard; "": unchecked
 	// openKey is the agent's open-request count whose member id must hold
-	// openScore (the create's admission, createAdmitted); "": unchecked.
-	openKey, id string
-	openScore   int64
+	// openScore (the create's admission, createAdmitted), and is given
+	// openConfirmed as the create commits; "": unchecked.
+	openKey, id   string
+	openScore     int64
+	openConfirmed string
 }
 
 // Outcomes of applyWrite other than "ok", as errors.
@@ -225,7 +241,7 @@ func (s *Store) record() redis.Pipeliner { return s.rdb.Pipeline() }
 // args builds applyWrite's KEYS and ARGV, each allocated once at its
 // final size (a create's ARGV is ~150 words: on intake's path).
 func (w write) args(reqKey string) ([]string, []any) {
-	n := 9
+	n := 10
 	for _, c := range w.cmds {
 		n += 1 + len(c.Args())
 	}
@@ -248,9 +264,10 @@ func (w write) args(reqKey string) ([]string, []any) {
 	argv := make([]any, 0, n)
 	argv = append(argv, w.writeBy)
 	if g := w.create; g != nil {
-		argv = append(argv, "1", g.hash, g.agent, boolArg(g.storedOnly), key(g.grantsKey), key(g.openKey), g.id, g.openScore)
+		argv = append(argv, "1", g.hash, g.agent, boolArg(g.storedOnly), key(g.grantsKey), key(g.openKey), g.id, g.openScore,
+			cmp.Or(g.openConfirmed, "0"))
 	} else {
-		argv = append(argv, "0", "", "", "0", 0, 0, "", 0)
+		argv = append(argv, "0", "", "", "0", 0, 0, "", 0, "0")
 	}
 	for _, c := range w.cmds {
 		a := c.Args()
@@ -293,11 +310,28 @@ func (s *Store) apply(ctx context.Context, reqKey string, w write) (cursor strin
 	return s.applied(res, w)
 }
 
+// loadWrite loads applyWrite into Redis, once until Redis is found to
+// have forgotten it: before a WATCH transaction that runs it (applyInTx),
+// never inside one, whose connection is held meanwhile (the script loaded
+// from another, with every connection of the pool held by a transaction,
+// would wait for the pool's timeout). A create on one node runs
+// createAndQueue, so a process may update before it ever ran applyWrite.
+func (s *Store) loadWrite(ctx context.Context) error {
+	if s.writeLoaded.Load() {
+		return nil
+	}
+	if err := applyWrite.Load(ctx, s.rdb).Err(); err != nil {
+		return fmt.Errorf("load the write script: %w", err)
+	}
+	s.writeLoaded.Store(true)
+	return nil
+}
+
 // applyInTx queues w on a WATCH transaction: it applies only if nothing
 // watched changed (the EXEC fails with redis.TxFailedErr otherwise). The
 // script is the MULTI's only command, so a script cache flushed since it
-// was loaded (NOSCRIPT) fails the whole transaction, never half of it:
-// it is loaded again and the caller retries.
+// was loaded (NOSCRIPT) fails the whole transaction, never half of it: the
+// caller loads it again (loadWrite, before its next WATCH) and retries.
 func (s *Store) applyInTx(ctx context.Context, tx *redis.Tx, reqKey string, w write) (cursor string, err error) {
 	keys, argv := w.args(reqKey)
 	var res *redis.Cmd
@@ -307,9 +341,9 @@ func (s *Store) applyInTx(ctx context.Context, tx *redis.Tx, reqKey string, w wr
 	})
 	if err != nil {
 		if redis.HasErrorPrefix(err, "NOSCRIPT") {
-			if lerr := applyWrite.Load(ctx, s.rdb).Err(); lerr != nil {
-				return "", fmt.Errorf("load the write script: %w", lerr)
-			}
+			// The caller decides again, having loaded it (loadWrite) with
+			// no WATCH held.
+			s.writeLoaded.Store(false)
 			return "", redis.TxFailedErr
 		}
 		return "", err

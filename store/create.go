@@ -16,7 +16,10 @@ import (
 // (or holds this very request: a retry) and stores it, indexes it, appends
 // its first audit entry and event, and schedules its post and timers, in
 // one round trip with no optimistic retries (the fields it writes are
-// decoded by decodeRecord in record.go).
+// decoded by decodeRecord in record.go). On one Redis node the same script
+// also confirms the request's slot of its agent's open-request cap and
+// queues its post in its channel (createAndQueue), after the agent's
+// limits in the same round trip.
 
 // Create stores a new request and schedules its Slack post atomically, with
 // the "requested" audit entry. created is false when the same agent already
@@ -55,6 +58,7 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 		c := s.admitCallFor(adm, n.ID)
 		admit = &c
 		guard.openKey, guard.id, guard.openScore = s.keys.openCount(adm.Agent), n.ID, c.slot.score
+		guard.openConfirmed = confirmedScore(s.nowMs())
 		writeBy = c.slot.CreateBy.UnixMilli()
 	}
 	if n.MatchGrants != nil {
@@ -78,6 +82,11 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 		// limits' answer is read, and the caller releases the slot.)
 		answer, answerErr := admitted.Slice()
 		err = s.settleAdmission(ctx, *admit, answer, answerErr, err)
+		if err == nil && adm.Slot.Allowed() {
+			// The create confirmed the slot as it committed (applyWrite's
+			// ARGV[10]): nothing left for the caller to confirm.
+			adm.Slot.confirmed = true
+		}
 	}
 	if err == nil && turnIn > 0 && cluster {
 		// Posts are ahead of it in its channel: its job waits for its turn
@@ -112,11 +121,10 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 //
 // The post job exists before the post is in the queue, so a post handed
 // the turn (PullPostJob, which moves only a job that exists) as soon as it
-// is queued is never missed. On one Redis node the two go in one pipeline,
-// the write first (Redis runs a connection's commands in order); on a
-// Cluster the queue is another node's, so the post is queued once the write
-// has applied, a round trip later. Should the queuing fail, the post job
-// queues itself when it runs (TakePostTurn).
+// is queued is never missed. On one Redis node the two are one script
+// (createAndQueue); on a Cluster the queue is another node's, so the post
+// is queued once the write has applied, a round trip later. Should the
+// queuing fail, the post job queues itself when it runs (TakePostTurn).
 //
 // admit, when set, goes first in the pipeline (one Redis node only; see
 // Admission): admitted is its command, to read once the pipeline ran.
@@ -133,41 +141,85 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 		return cursor, queued, turnIn, nil, nil
 	}
 	// One node: the limits' keys, the channel's queue and the request's
-	// shard are in as many slots, which one node serves alike.
+	// shard are in as many slots, which one node serves alike. The write
+	// and the queuing are one script (createAndQueue), the limits before
+	// it in the same round trip.
 	ctx = oneNodeOnly(ctx)
 	qKeys, qArgs := s.queuePostArgs(turn, true)
+	qArgs = append(qArgs, "1") // takePostTurn's ARGV[15]: the jobs are as the write left them
+	// The command's words built at once (~190 on intake's path), where
+	// Script.EvalSha would copy keys and argv into a slice of its own.
+	nKeys := len(keys) + len(qKeys)
+	words := make([]any, 0, 3+nKeys+len(argv)+len(qArgs)+2)
+	words = append(words, "evalsha", createAndQueue.Hash(), nKeys)
+	for _, k := range keys {
+		words = append(words, k)
+	}
+	for _, k := range qKeys {
+		words = append(words, k)
+	}
+	words = append(words, argv...)
+	words = append(words, qArgs...)
+	words = append(words, len(qKeys), len(qArgs))
 	pipe := s.rdb.Pipeline()
 	if admit != nil {
 		admitted = admit.script.EvalSha(ctx, pipe, admit.keys, admit.args...)
 	}
-	a := applyWrite.EvalSha(ctx, pipe, keys, argv...)
-	q := takePostTurn.EvalSha(ctx, pipe, qKeys, qArgs...)
+	c := pipe.Do(ctx, words...)
 	_, execErr := pipe.Exec(ctx) // each command's error is read below
-	if redis.HasErrorPrefix(q.Err(), "NOSCRIPT") {
-		q = takePostTurn.Run(ctx, s.rdb, qKeys, qArgs...)
+	if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+		// Not run, so nothing was written: run it now (Run loads it).
+		c = createAndQueue.Run(ctx, s.rdb, append(keys, qKeys...), words[3+nKeys:]...)
 	}
-	answer, _ := q.Int64Slice()
-	queued, turnIn = queuedPost(answer)
-	if redis.HasErrorPrefix(a.Err(), "NOSCRIPT") {
-		// The write did not run, so the queuing found no job and did
-		// nothing: queue the post once the write has applied.
-		if cursor, err = s.apply(ctx, reqKey, w); err != nil { // Run loads the script
-			return cursor, false, 0, admitted, err
-		}
-		answer, _ := takePostTurn.Run(ctx, s.rdb, qKeys, qArgs...).Int64Slice()
-		queued, turnIn = queuedPost(answer)
-		return cursor, queued, turnIn, admitted, nil
-	}
-	res, err := a.StringSlice()
+	res, err := c.StringSlice()
 	if err == nil && len(res) == 0 {
-		err = cmp.Or(execErr, errors.New("store: no answer from the write script"))
+		err = cmp.Or(execErr, errors.New("store: no answer from the create script"))
 	}
 	if err != nil {
-		return "", queued, turnIn, admitted, err
+		return "", false, 0, admitted, err
+	}
+	if len(res) == 5 {
+		var answer []int64
+		for _, v := range res[2:] {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			answer = append(answer, n)
+		}
+		queued, turnIn = queuedPost(answer)
+		res = res[:2]
 	}
 	cursor, err = s.applied(res, w)
 	return cursor, queued, turnIn, admitted, err
 }
+
+// createAndQueue is applyWrite and then, once it wrote, takePostTurn (as
+// queuePostArgs asks it, with its ARGV[15] set): a create and its post's
+// queuing in one atomic step, on one Redis node only (the channel's queue
+// is another slot). One script, not two in a pipeline: one call less, and
+// the queuing need not read back the jobs the write just made.
+//
+//	KEYS -> applyWrite's, then takePostTurn's
+//	ARGV -> applyWrite's, then takePostTurn's, then how many of KEYS and
+//	        of ARGV are takePostTurn's
+//
+// Returns applyWrite's answer; when it wrote ("ok"), followed by
+// takePostTurn's three numbers, as strings.
+var createAndQueue = redis.NewScript(`
+local nk, na = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
+local argc = #ARGV - 2 - na
+local function write()
+` + applyWriteSrc + `
+end
+local function turn(KEYS, ARGV)
+` + takePostTurnSrc + `
+end
+local res = write()
+if res[1] ~= 'ok' then return res end
+local tk, ta = {}, {}
+for j = #KEYS - nk + 1, #KEYS do tk[#tk + 1] = KEYS[j] end
+for j = argc + 1, argc + na do ta[#ta + 1] = ARGV[j] end
+local q = turn(tk, ta)
+return {res[1], res[2], tostring(q[1]), tostring(q[2]), tostring(q[3])}
+`)
 
 type oneNodeKey struct{}
 
@@ -302,6 +354,9 @@ func (s *Store) createMatchingGrants(ctx context.Context, n NewRequest, writeBy 
 		var rec Record
 		var byGrant bool
 		var now time.Time
+		if err := s.loadWrite(ctx); err != nil {
+			return Record{}, false, fmt.Errorf("store: create request %s: %w", n.ID, err)
+		}
 		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
 			live, err := s.watchGrantCopies(ctx, tx, shard, n.Agent)
 			if err != nil {

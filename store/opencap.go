@@ -22,7 +22,11 @@ import (
 //     then runs under WriteBy(OpenSlot.CreateBy), a deadline its script
 //     checks against Redis's own clock, well before the reservation's.
 //  2. ConfirmOpen (or ConfirmOpenLater, off intake's path) makes it a
-//     confirmed member once the create committed;
+//     confirmed member once the create committed; on one Redis node, where
+//     Create applies the limits in its own round trip (AdmitOnCreate), the
+//     create's script confirms it as it commits, Held or Reserved (it
+//     checked the member is this intake's reservation, and the request
+//     exists from then on), and the caller has nothing left to confirm;
 //     SettleOpen confirms or releases it when the create did not create
 //     (a resubmission, a conflict, a refusal). A request already counted
 //     takes no slot (Held): its member becomes this intake's reservation,
@@ -89,6 +93,9 @@ type OpenSlot struct {
 
 	agent, id string
 	score     int64 // the reservation's deadline, as stored
+	// confirmed: the create confirmed it as it committed (on one Redis
+	// node, Create under an Admission: applyWrite's ARGV[10]).
+	confirmed bool
 }
 
 // Allowed reports whether the request may be created.
@@ -161,7 +168,7 @@ func (s *Store) reserved(ctx context.Context, slot OpenSlot, now int64, res []an
 // it back the score a reconcile may have read before the create, when the
 // request was missing, and that reconcile would then remove it.
 func (s *Store) ConfirmOpen(ctx context.Context, slot OpenSlot) error {
-	if !slot.Reserved {
+	if !slot.Reserved || slot.confirmed {
 		return nil
 	}
 	if err := s.rdb.ZAdd(ctx, s.keys.openCount(slot.agent), redis.Z{Score: float64(openConfirmed + s.nowMs()), Member: slot.id}).Err(); err != nil {
@@ -176,7 +183,7 @@ func (s *Store) ConfirmOpen(ctx context.Context, slot OpenSlot) error {
 // failing) changes nothing the count says: an unconfirmed reservation
 // counts until reconcile looks at its request and confirms it.
 func (s *Store) ConfirmOpenLater(slot OpenSlot) {
-	if slot.Reserved {
+	if slot.Reserved && !slot.confirmed {
 		s.confirms.add(slot, s.confirmBatch)
 	}
 }

@@ -99,6 +99,9 @@ type Pacing struct {
 //	           post's turn it is due instead (homeAfterCreate), only while
 //	           still due as written: a request's tabs are updated once, as
 //	           its post is made (SetPermalink), not once before it too.
+//	ARGV[15] -> with them, "1" when the create that wrote both jobs ran in
+//	           this same step (createAndQueue): they are due as written,
+//	           and are not read back.
 //
 // Returns {3, 0, 0} when KEYS[3] holds no job for the post (nothing done),
 // {1, ms until its slot, added} when the post has its turn (it left
@@ -106,11 +109,16 @@ type Pacing struct {
 // ask again, added} otherwise; asking only, {2, 0, added} where it would
 // have had its turn (or will, within a lead). added is 1 when the post was
 // not in the queue before.
-var takePostTurn = redis.NewScript(`
+var takePostTurn = redis.NewScript(takePostTurnSrc)
+
+const takePostTurnSrc = `
 local now, iv, settle, grace, lead = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local id, askOnly = ARGV[3], ARGV[8] == '1'
 local jobDue
-if KEYS[3] then
+local fresh = ARGV[15] == '1'
+if fresh then
+  jobDue = ARGV[11]
+elseif KEYS[3] then
   jobDue = redis.call('ZSCORE', KEYS[3], ARGV[10])
   if not jobDue then return {3, 0, 0} end
 end
@@ -198,7 +206,7 @@ if askOnly and KEYS[3] then
   if tonumber(jobDue) == tonumber(ARGV[11]) then
     redis.call('ZADD', KEYS[3], 'XX', now + wait, ARGV[10])
     if ARGV[12] ~= '' then
-      local home = redis.call('ZSCORE', KEYS[3], ARGV[12])
+      local home = fresh and ARGV[13] or redis.call('ZSCORE', KEYS[3], ARGV[12])
       if home and tonumber(home) == tonumber(ARGV[13]) then
         redis.call('ZADD', KEYS[3], 'XX', now + wait + tonumber(ARGV[14]), ARGV[12])
       end
@@ -206,7 +214,7 @@ if askOnly and KEYS[3] then
   end
 end
 return {0, wait, added}
-`)
+`
 
 // endPostTurn ends the turn of the post that holds it: its call to Slack
 // has ended (or it will not call), and the channel's next slot is an

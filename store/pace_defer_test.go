@@ -1,11 +1,13 @@
 package store_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/approvalbot/approvalbot/store"
+	"github.com/redis/go-redis/v9"
 )
 
 // Intake queues a request's post and asks when its turn comes (PacePosts):
@@ -217,4 +219,64 @@ func queueBehind(t *testing.T, f fixture, id string) time.Time {
 		t.Fatal(err)
 	}
 	return at
+}
+
+// On one Redis node a create under its agent's limits writes the request,
+// confirms its slot of the open-request cap and queues its post in one
+// script (createAndQueue), run again when Redis has forgotten it (NOSCRIPT,
+// after SCRIPT FLUSH or a restart; flushed on the embedded store only, a
+// server of its own): the request is stored, its slot confirmed, and its
+// post, queued behind another's, deferred to its turn in that same step.
+func TestCreateQueuesAndConfirmsInOneScript(t *testing.T) {
+	t.Parallel()
+	for name, b := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b)
+			if _, cluster := f.s.Client().(*redis.ClusterClient); cluster {
+				t.Skip("a Cluster admits first, and queues the post a round trip later")
+			}
+			f.s.PacePosts(pacing)
+			f.clk.Set(t0)
+			f.mustCreate(t, newReq("q-1", "pm"))
+			if _, err := f.s.ReserveOpen(f.ctx, "pm", "seed-it", 10, testLease); err != nil { // seeds the count
+				t.Fatal(err)
+			}
+			f.clk.Set(t0.Add(pacing.Settle))
+			if tr, err := f.s.TakePostTurn(f.ctx, store.PostTurn{Channel: "C0APPROVALS", ID: "q-1", Arrival: t0}, pacing); err != nil || !tr.Taken {
+				t.Fatalf("q-1's turn: %+v, %v", tr, err)
+			}
+			for i, flush := range []bool{false, true} {
+				id := fmt.Sprintf("q-%d", i+2)
+				if flush && name != "embedded" {
+					continue // a shared server: its flush would reach the tests running beside it
+				}
+				if flush {
+					if err := f.s.Client().ScriptFlush(f.ctx).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				rate := store.Rate{Count: 10, Per: time.Hour, Burst: 10}
+				// The limits' script loaded (Admit runs it; for another id),
+				// so that only the create's script can be missing: a create
+				// whose limits' script was missing is not admitted, for its
+				// caller to create again (TestCreateAdmitted).
+				if _, _, err := f.s.Admit(f.ctx, "pm", id+"-other", rate, 10, testLease); err != nil {
+					t.Fatal(err)
+				}
+				arrival := t0.Add(pacing.Settle + time.Duration(10*(i+1))*time.Millisecond)
+				f.clk.Set(arrival)
+				adm := &store.Admission{Agent: "pm", Rate: rate, MaxOpen: 10, Lease: testLease}
+				if _, created, err := f.s.Create(store.AdmitOnCreate(f.ctx, adm), newReq(id, "pm")); err != nil || !created {
+					t.Fatalf("create %s (script cache flushed first: %v): created %v, %v; admission %+v", id, flush, created, err, adm)
+				}
+				if m, err := f.s.OpenCounted(f.ctx, "pm"); err != nil || m[id] < store.OpenConfirmed {
+					t.Errorf("%s's member: score %v, %v; want confirmed by the create", id, m[id], err)
+				}
+				if due, ok, err := f.s.PostJobDue(f.ctx, id); err != nil || !ok || !due.After(arrival) {
+					t.Errorf("%s's post job due at +%v (%v, %v); want deferred past its arrival, behind q-1", id, due.Sub(t0), ok, err)
+				}
+			}
+		})
+	}
 }

@@ -82,6 +82,8 @@ type Store struct {
 	// deferrals deferPostJob's (create.go).
 	confirms  laterQueue[OpenSlot]
 	deferrals laterQueue[postDeferral]
+	// writeLoaded: applyWrite is known loaded in Redis (loadWrite).
+	writeLoaded atomic.Bool
 	// docs: parsed documents for LoadShared.
 	docs *docCache
 	// postPacing: see PacePosts; nil until told.

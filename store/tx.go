@@ -60,6 +60,9 @@ func (s *Store) update(ctx context.Context, id string, decide func(Record) (*Cha
 		if err != nil {
 			return Record{}, err
 		}
+		if err := s.loadWrite(ctx); err != nil {
+			return Record{}, fmt.Errorf("store: update %s: %w", id, err)
+		}
 		err = s.watchRead(ctx, id, reread, func(tx *redis.Tx, h map[string]string) error {
 			if len(h) == 0 {
 				return ErrNotFound
@@ -113,7 +116,7 @@ func (s *Store) update(ctx context.Context, id string, decide func(Record) (*Cha
 			return out, nil
 		case errors.Is(err, redis.TxFailedErr):
 			// Someone else changed the request (or the script cache was
-			// flushed: applyInTx loaded it again): back off a little (more
+			// flushed: loadWrite loads it first): back off a little (more
 			// as contention grows) and decide again.
 			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) * int64(min(attempt+1, 20)))))
 			continue
