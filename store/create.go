@@ -58,7 +58,12 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 		c := s.admitCallFor(adm, n.ID)
 		admit = &c
 		guard.openKey, guard.id, guard.openScore = s.keys.openCount(adm.Agent), n.ID, c.slot.score
-		guard.openConfirmed = confirmedScore(s.nowMs())
+		// Confirmed as of the reservation's deadline, not now: a member
+		// Held (one outliving a deleted request of this id) had a score
+		// confirmed before this reservation was made, so earlier than its
+		// deadline, which a reconcile may have read and would remove the
+		// member by; now could equal it on a coarse or stopped clock.
+		guard.openConfirmed = confirmedScore(c.slot.score)
 		writeBy = c.slot.CreateBy.UnixMilli()
 	}
 	if n.MatchGrants != nil {
