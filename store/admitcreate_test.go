@@ -120,34 +120,28 @@ func TestCreateAdmitted(t *testing.T) {
 // the queue would hand the turn to the post at its head, whose job would
 // then run before its time for nothing.
 func TestCreateNotAdmittedLeavesTheChannelAlone(t *testing.T) {
-	t.Parallel()
-	for name, b := range backends() {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			f := newFixture(t, b)
-			f.s.PacePosts(pacing)
-			one := holdTurn(t, f, "q-1")
-			deferred := queueBehind(t, f, "q-2")
-			// q-1's turn ends; q-2 is not handed it (as when the hand-off
-			// was lost): its job stays due when it was told.
-			f.clk.Set(t0.Add(50 * time.Millisecond))
-			if _, err := f.s.EndPostTurn(f.ctx, one); err != nil {
-				t.Fatal(err)
-			}
-			rate := store.Rate{Count: 1, Per: time.Hour, Burst: 1}
-			if d, err := f.s.TakeIntakeToken(f.ctx, "flood", rate); err != nil || !d.Allowed {
-				t.Fatalf("the flood's only token: %+v, %v", d, err)
-			}
-			f.clk.Set(t0.Add(60 * time.Millisecond))
-			adm := &store.Admission{Agent: "flood", Rate: rate, MaxOpen: 5, Lease: testLease}
-			if _, _, err := f.s.Create(store.AdmitOnCreate(f.ctx, adm), newReq("q-3", "flood")); !errors.Is(err, store.ErrNotAdmitted) {
-				t.Fatalf("a create past its agent's rate: %v, want not admitted", err)
-			}
-			if at, ok, err := f.s.PostJobDue(f.ctx, "q-2"); err != nil || !ok || !at.Equal(deferred) {
-				t.Errorf("q-2's job due at +%v (%v, %v) after a refused create, want +%v as told", at.Sub(t0), ok, err, deferred.Sub(t0))
-			}
-		})
-	}
+	pacedOnEachBackend(t, func(t *testing.T, _ backend, f fixture) {
+		one := holdTurn(t, f, "q-1")
+		deferred := queueBehind(t, f, "q-2")
+		// q-1's turn ends; q-2 is not handed it (as when the hand-off
+		// was lost): its job stays due when it was told.
+		f.clk.Set(t0.Add(50 * time.Millisecond))
+		if _, err := f.s.EndPostTurn(f.ctx, one); err != nil {
+			t.Fatal(err)
+		}
+		rate := store.Rate{Count: 1, Per: time.Hour, Burst: 1}
+		if d, err := f.s.TakeIntakeToken(f.ctx, "flood", rate); err != nil || !d.Allowed {
+			t.Fatalf("the flood's only token: %+v, %v", d, err)
+		}
+		f.clk.Set(t0.Add(60 * time.Millisecond))
+		adm := &store.Admission{Agent: "flood", Rate: rate, MaxOpen: 5, Lease: testLease}
+		if _, _, err := f.s.Create(store.AdmitOnCreate(f.ctx, adm), newReq("q-3", "flood")); !errors.Is(err, store.ErrNotAdmitted) {
+			t.Fatalf("a create past its agent's rate: %v, want not admitted", err)
+		}
+		if at, ok, err := f.s.PostJobDue(f.ctx, "q-2"); err != nil || !ok || !at.Equal(deferred) {
+			t.Errorf("q-2's job due at +%v (%v, %v) after a refused create, want +%v as told", at.Sub(t0), ok, err, deferred.Sub(t0))
+		}
+	})
 }
 
 // A create past its write deadline wrote nothing, for certain: its limits'

@@ -206,8 +206,8 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 //	ARGV -> applyWrite's, then takePostTurn's, then how many of KEYS and
 //	        of ARGV are takePostTurn's
 //
-// Returns applyWrite's answer; when it wrote ("ok"), followed by
-// takePostTurn's three numbers, as strings.
+// Returns applyWrite's answer; when it wrote ("ok") and the queuing did
+// not fail, followed by takePostTurn's three numbers, as strings.
 var createAndQueue = redis.NewScript(`
 local nk, na = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
 local argc = #ARGV - 2 - na
@@ -222,7 +222,10 @@ if res[1] ~= 'ok' then return res end
 local tk, ta = {}, {}
 for j = #KEYS - nk + 1, #KEYS do tk[#tk + 1] = KEYS[j] end
 for j = argc + 1, argc + na do ta[#ta + 1] = ARGV[j] end
-local q = turn(tk, ta)
+-- The write stands whatever the queuing does (as when they were two
+-- scripts): should it fail, the post job queues itself when it runs.
+local ok, q = pcall(turn, tk, ta)
+if not ok then return res end
 return {res[1], res[2], tostring(q[1]), tostring(q[2]), tostring(q[3])}
 `)
 

@@ -16,75 +16,69 @@ import (
 // it on (PullPostJob) at its slot. Without PacePosts every post job is due
 // at its arrival, as before.
 func TestCreateDefersAPostQueuedBehindOthers(t *testing.T) {
-	t.Parallel()
-	for name, b := range backends() {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			f := newFixture(t, b)
-			f.s.PacePosts(pacing)
-			at := func(d time.Duration) { f.clk.Set(t0.Add(d)) }
-			due := func(want ...string) {
-				t.Helper()
-				var got []string
-				for _, j := range f.claimAll(t) {
-					got = append(got, j.ID)
-					if err := f.s.Ack(f.ctx, j); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if !slices.Equal(got, want) {
-					t.Errorf("at +%v jobs due %v, want %v", f.clk.Now().Sub(t0), got, want)
-				}
-			}
-			at(0)
-			f.mustCreate(t, newReq("d-1", "pm"))
-			due("post:d-1") // an idle channel: at once
-			at(pacing.Settle)
-			one := store.PostTurn{Channel: "C0APPROVALS", ID: "d-1", Arrival: t0}
-			if tr, err := f.s.TakePostTurn(f.ctx, one, pacing); err != nil || !tr.Taken {
-				t.Fatalf("d-1's turn: %+v, %v", tr, err)
-			}
-			at(30 * time.Millisecond)
-			f.mustCreate(t, newReq("d-2", "pm")) // d-1 holds the turn
-			waitDeferred(t, f, "d-2", t0.Add(30*time.Millisecond))
-			due()
-			// Its fallback, should no hand-off come: d-1's slot (+20ms) and an
-			// interval is the earliest its turn can come, a post's time (an
-			// interval here) later than that is what it is told at intake,
-			// less half a lead: +215ms.
-			if at, _, err := f.s.PostJobDue(f.ctx, "d-2"); err != nil || !at.Equal(t0.Add(215*time.Millisecond)) {
-				t.Errorf("d-2's job deferred to +%v (%v), want +215ms", at.Sub(t0), err)
-			}
-			// d-1's call to Slack ends at +50ms: the next slot is an interval
-			// later, and d-2 is handed the turn for then.
-			at(50 * time.Millisecond)
-			next, err := f.s.EndPostTurn(f.ctx, one)
-			if err != nil || next != "d-2" {
-				t.Fatalf("EndPostTurn: next %q, %v; want d-2", next, err)
-			}
-			if err := f.s.PullPostJob(f.ctx, next, f.clk.Now().Add(pacing.Interval)); err != nil {
-				t.Fatal(err)
-			}
-			at(149 * time.Millisecond)
-			due()
-			at(150 * time.Millisecond)
-			due("post:d-2")
-
-			// Without PacePosts: due at its arrival, whatever is ahead of it.
-			g := newFixture(t, b)
-			g.clk.Set(t0)
-			g.mustCreate(t, newReq("e-1", "pm"))
-			g.mustCreate(t, newReq("e-2", "pm"))
+	pacedOnEachBackend(t, func(t *testing.T, b backend, f fixture) {
+		at := func(d time.Duration) { f.clk.Set(t0.Add(d)) }
+		due := func(want ...string) {
+			t.Helper()
 			var got []string
-			for _, j := range g.claimAll(t) {
+			for _, j := range f.claimAll(t) {
 				got = append(got, j.ID)
+				if err := f.s.Ack(f.ctx, j); err != nil {
+					t.Fatal(err)
+				}
 			}
-			slices.Sort(got)
-			if !slices.Equal(got, []string{"post:e-1", "post:e-2"}) {
-				t.Errorf("without PacePosts: jobs due %v, want both posts at once", got)
+			if !slices.Equal(got, want) {
+				t.Errorf("at +%v jobs due %v, want %v", f.clk.Now().Sub(t0), got, want)
 			}
-		})
-	}
+		}
+		at(0)
+		f.mustCreate(t, newReq("d-1", "pm"))
+		due("post:d-1") // an idle channel: at once
+		at(pacing.Settle)
+		one := store.PostTurn{Channel: "C0APPROVALS", ID: "d-1", Arrival: t0}
+		if tr, err := f.s.TakePostTurn(f.ctx, one, pacing); err != nil || !tr.Taken {
+			t.Fatalf("d-1's turn: %+v, %v", tr, err)
+		}
+		at(30 * time.Millisecond)
+		f.mustCreate(t, newReq("d-2", "pm")) // d-1 holds the turn
+		waitDeferred(t, f, "d-2", t0.Add(30*time.Millisecond))
+		due()
+		// Its fallback, should no hand-off come: d-1's slot (+20ms) and an
+		// interval is the earliest its turn can come, a post's time (an
+		// interval here) later than that is what it is told at intake,
+		// less half a lead: +215ms.
+		if at, _, err := f.s.PostJobDue(f.ctx, "d-2"); err != nil || !at.Equal(t0.Add(215*time.Millisecond)) {
+			t.Errorf("d-2's job deferred to +%v (%v), want +215ms", at.Sub(t0), err)
+		}
+		// d-1's call to Slack ends at +50ms: the next slot is an interval
+		// later, and d-2 is handed the turn for then.
+		at(50 * time.Millisecond)
+		next, err := f.s.EndPostTurn(f.ctx, one)
+		if err != nil || next != "d-2" {
+			t.Fatalf("EndPostTurn: next %q, %v; want d-2", next, err)
+		}
+		if err := f.s.PullPostJob(f.ctx, next, f.clk.Now().Add(pacing.Interval)); err != nil {
+			t.Fatal(err)
+		}
+		at(149 * time.Millisecond)
+		due()
+		at(150 * time.Millisecond)
+		due("post:d-2")
+
+		// Without PacePosts: due at its arrival, whatever is ahead of it.
+		g := newFixture(t, b)
+		g.clk.Set(t0)
+		g.mustCreate(t, newReq("e-1", "pm"))
+		g.mustCreate(t, newReq("e-2", "pm"))
+		var got []string
+		for _, j := range g.claimAll(t) {
+			got = append(got, j.ID)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, []string{"post:e-1", "post:e-2"}) {
+			t.Errorf("without PacePosts: jobs due %v, want both posts at once", got)
+		}
+	})
 }
 
 // A post handed the turn before its create deferred its job (the post
@@ -277,6 +271,41 @@ func TestCreateQueuesAndConfirmsInOneScript(t *testing.T) {
 					t.Errorf("%s's post job due at +%v (%v, %v); want deferred past its arrival, behind q-1", id, due.Sub(t0), ok, err)
 				}
 			}
+		})
+	}
+}
+
+// A create stands when its post cannot be queued (the channel's queue
+// unreadable: here a key of another type), as when the queuing was a call
+// of its own: the post job queues the post when it runs.
+func TestCreateStandsWhenItsPostCannotBeQueued(t *testing.T) {
+	pacedOnEachBackend(t, func(t *testing.T, _ backend, f fixture) {
+		queue := f.s.Prefix() + ":pace:{C0APPROVALS}:q"
+		if err := f.s.Client().Set(f.ctx, queue, "not a sorted set", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, created, err := f.s.Create(f.ctx, newReq("nq-1", "pm")); err != nil || !created {
+			t.Fatalf("create with its channel's queue unreadable: created %v, %v; want created", created, err)
+		}
+		if _, err := f.s.Get(f.ctx, "nq-1"); err != nil {
+			t.Fatalf("Get(nq-1): %v", err)
+		}
+		if _, ok, err := f.s.PostJobDue(f.ctx, "nq-1"); err != nil || !ok {
+			t.Errorf("nq-1's post job: due %v, %v; want it scheduled", ok, err)
+		}
+	})
+}
+
+// pacedOnEachBackend runs test in parallel on each backend b, on a fixture
+// whose store paces posts (pacing).
+func pacedOnEachBackend(t *testing.T, test func(t *testing.T, b backend, f fixture)) {
+	t.Parallel()
+	for name, b := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b)
+			f.s.PacePosts(pacing)
+			test(t, b, f)
 		})
 	}
 }
