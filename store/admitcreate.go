@@ -65,10 +65,8 @@ func (s *Store) settleAdmission(ctx context.Context, c admitCall, answer []any, 
 		adm.Decision, adm.Slot, err = s.admitted(ctx, c, answer)
 	}
 	if err != nil && createErr == nil {
-		// Created, so its reservation admitted it, but whether it was this
-		// intake's own or another's (Held) cannot be told: nothing to
-		// settle. A reconcile confirms the reservation once past its
-		// deadline (the request is open).
+		// Created, so its reservation admitted it, and the create's
+		// script confirmed it (applyWrite's ARGV[10]): nothing to settle.
 		adm.Decided, adm.Decision, adm.Slot = true, RateDecision{Allowed: true}, OpenSlot{}
 		return nil
 	}

@@ -60,9 +60,14 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 		guard.openKey, guard.id, guard.openScore = s.keys.openCount(adm.Agent), n.ID, c.slot.score
 		// Confirmed as of the reservation's deadline, not now: a member
 		// Held (one outliving a deleted request of this id) had a score
-		// confirmed before this reservation was made, so earlier than its
-		// deadline, which a reconcile may have read and would remove the
-		// member by; now could equal it on a coarse or stopped clock.
+		// confirmed before, which a reconcile may have read and would
+		// remove the member by. Now could equal that score on a coarse or
+		// stopped clock; the deadline is a lease later than the time its
+		// reservation was made, so it equals a score confirmed by the
+		// process clock only on a clock gone back a lease, and one
+		// confirmed by an earlier create's script only if the two
+		// reservations were made in the same millisecond (that create, the
+		// request's close, its deletion and this resubmission within it).
 		guard.openConfirmed = confirmedScore(c.slot.score)
 		writeBy = c.slot.CreateBy.UnixMilli()
 	}
@@ -78,10 +83,9 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	s.queuePublish(ctx, p, n.ID) // wakes the event streams' reader
 	w := write{cmds: p.Cmds(), writeBy: writeBy, create: guard, sealShard: shardOf(n.ID)}
 	turn := PostTurn{Channel: n.Channel, ID: n.ID, Arrival: now}
-	var queued bool
 	var turnIn time.Duration
 	var admitted *redis.Cmd
-	rec.Events.Cursor, queued, turnIn, admitted, err = s.applyQueued(ctx, s.keys.request(n.ID), w, turn, admit)
+	rec.Events.Cursor, turnIn, admitted, err = s.applyQueued(ctx, s.keys.request(n.ID), w, turn, admit)
 	if admitted != nil && (!Unavailable(err) || errors.Is(err, ErrWriteDeadline)) {
 		// (A write past its deadline wrote nothing, for certain: the
 		// limits' answer is read, and the caller releases the slot.)
@@ -105,21 +109,15 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	if errors.Is(err, errGrantsMayMatch) {
 		return s.createMatchingGrants(ctx, n, writeBy, storedOnly)
 	}
-	if err != nil && queued && !Unavailable(err) {
-		// Refused (a duplicate, a conflict, past its deadline): the post
-		// queued with it will not come. A create whose outcome is unknown
-		// leaves it: its post comes if it landed, else the channel waits
-		// for it Pacing.Grace past the time its turn was to come at most.
-		_ = s.LeavePostQueue(context.WithoutCancel(ctx), turn)
-	}
+	// (A create refused, a duplicate, a conflict, past its deadline, queued
+	// nothing: its post is queued only by the script that stored it.)
 	return s.created(ctx, n.ID, rec, false, err)
 }
 
 // applyQueued applies a create and queues its post in its channel's FIFO
 // (by the arrival its post job is due at, to the microsecond), before
 // intake answers: so a request accepted after it can never be posted first,
-// however the post jobs are claimed. queued reports whether the post was
-// added to the queue (not there already); turnIn, when posts are ahead of
+// however the post jobs are claimed. turnIn is, when posts are ahead of
 // it, how long until its turn should come (queuedPost): on one node the
 // queuing script made the post's job due then itself; on a Cluster the
 // create defers it (deferPostJob).
@@ -133,17 +131,17 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 //
 // admit, when set, goes first in the pipeline (one Redis node only; see
 // Admission): admitted is its command, to read once the pipeline ran.
-func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn, admit *admitCall) (cursor string, queued bool, turnIn time.Duration, admitted *redis.Cmd, err error) {
+func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn, admit *admitCall) (cursor string, turnIn time.Duration, admitted *redis.Cmd, err error) {
 	keys, argv := w.args(reqKey)
 	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
 		// (Never with admit: a Cluster's Create admits first.)
 		qKeys, qArgs := s.queuePostArgs(turn, false)
 		if cursor, err = s.apply(ctx, reqKey, w); err != nil {
-			return cursor, false, 0, nil, err
+			return cursor, 0, nil, err
 		}
 		answer, _ := takePostTurn.Run(ctx, s.rdb, qKeys, qArgs...).Int64Slice()
-		queued, turnIn = queuedPost(answer)
-		return cursor, queued, turnIn, nil, nil
+		turnIn = queuedPost(answer)
+		return cursor, turnIn, nil, nil
 	}
 	// One node: the limits' keys, the channel's queue and the request's
 	// shard are in as many slots, which one node serves alike. The write
@@ -151,7 +149,6 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	// it in the same round trip.
 	ctx = oneNodeOnly(ctx)
 	qKeys, qArgs := s.queuePostArgs(turn, true)
-	qArgs = append(qArgs, "1") // takePostTurn's ARGV[15]: the jobs are as the write left them
 	// The command's words built at once (~190 on intake's path), where
 	// Script.EvalSha would copy keys and argv into a slice of its own.
 	nKeys := len(keys) + len(qKeys)
@@ -181,7 +178,7 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 		err = cmp.Or(execErr, errors.New("store: no answer from the create script"))
 	}
 	if err != nil {
-		return "", false, 0, admitted, err
+		return "", 0, admitted, err
 	}
 	if len(res) == 5 {
 		var answer []int64
@@ -189,15 +186,15 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 			n, _ := strconv.ParseInt(v, 10, 64)
 			answer = append(answer, n)
 		}
-		queued, turnIn = queuedPost(answer)
+		turnIn = queuedPost(answer)
 		res = res[:2]
 	}
 	cursor, err = s.applied(res, w)
-	return cursor, queued, turnIn, admitted, err
+	return cursor, turnIn, admitted, err
 }
 
 // createAndQueue is applyWrite and then, once it wrote, takePostTurn (as
-// queuePostArgs asks it, with its ARGV[15] set): a create and its post's
+// queuePostArgs asks it, with its KEYS[3]): a create and its post's
 // queuing in one atomic step, on one Redis node only (the channel's queue
 // is another slot). One script, not two in a pipeline: one call less, and
 // the queuing need not read back the jobs the write just made.

@@ -59,8 +59,7 @@ import (
 // confirmed again never gets back a score it had before, which a reconcile
 // may have read (it removes a member only if its score is still the one it
 // read). A create that confirms its own slot (on one node, in its script)
-// uses its reservation's deadline instead, which is later than any time
-// the member was confirmed at before the reservation was made. Such scores stay exact in a double (below 2^53) for ages; members
+// uses its reservation's deadline instead (Create says why). Such scores stay exact in a double (below 2^53) for ages; members
 // confirmed by earlier versions have 2^53, confirmed too.
 const openConfirmed = 1 << 52
 

@@ -120,9 +120,9 @@ func TestOpenCapSeedDoesNotRestoreAScoreAReconcileRead(t *testing.T) {
 
 // The same race when x is submitted again through intake's own path: Create
 // under its agent's limits, which on one Redis node confirms the slot in
-// the create's script. The member was Held (x's stale member), and the
-// create confirms it with a score the reconcile cannot have read, on a
-// clock that has not moved since x was first confirmed.
+// the create's script. The member was Held (x's stale member, confirmed
+// by the process's clock), and the create confirms it with a score the
+// reconcile cannot have read, on a clock that has not moved since.
 func TestOpenCapHeldMemberConfirmedByItsCreateSurvivesAConcurrentReconcile(t *testing.T) {
 	t.Parallel()
 	f, hook, slot := withStaleMember(t)

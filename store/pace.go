@@ -83,28 +83,21 @@ type Pacing struct {
 //	           ms; "2" to queue it and no more (the store was told no pacing:
 //	           ARGV[1], ARGV[2] and ARGV[5..7] are unused)
 //	ARGV[9] -> ask only or queue only: the least TTL of the queue, ms
-//	KEYS[3], ARGV[10], ARGV[11] -> asking only, on one Redis node (the
-//	           request's shard is another slot): the request shard's
-//	           <p>:{sNN}:jobs:due, the post's job id and its due time as the
-//	           create wrote it (its arrival, postArrivalScore). A post told
-//	           to come back later has its job made due then, as deferPost
-//	           does, in this same step: only while the job is still due at
-//	           its arrival (not claimed, not handed the turn). With KEYS[3]
-//	           the post is queued only if its job exists: the create, just
-//	           before on the connection, applied (a create refused, by its
-//	           agent's limits or as a duplicate of a posted request, queues
-//	           nothing, and cannot hand another post the turn by leaving).
+//	KEYS[3], ARGV[10], ARGV[11] -> asking only, as part of the create's own
+//	           script on one Redis node (createAndQueue: the request's shard
+//	           is another slot): the request shard's <p>:{sNN}:jobs:due, the
+//	           post's job id and its due time as the create wrote it (its
+//	           arrival, postArrivalScore; unread: the create wrote it in this
+//	           same step). A post told to come back later has its job made
+//	           due then, as deferPost does.
 //	ARGV[12..14] -> with them, the request's Home tabs job ("": none), its
-//	           due time as the create wrote it, and how long after the
-//	           post's turn it is due instead (homeAfterCreate), only while
-//	           still due as written: a request's tabs are updated once, as
-//	           its post is made (SetPermalink), not once before it too.
-//	ARGV[15] -> with them, "1" when the create that wrote both jobs ran in
-//	           this same step (createAndQueue): they are due as written,
-//	           and are not read back.
+//	           due time as the create wrote it (unread, as ARGV[11]), and how
+//	           long after the post's turn it is due instead
+//	           (homeAfterCreate): a request's
+//	           tabs are updated once, as its post is made (SetPermalink),
+//	           not once before it too.
 //
-// Returns {3, 0, 0} when KEYS[3] holds no job for the post (nothing done),
-// {1, ms until its slot, added} when the post has its turn (it left
+// Returns {1, ms until its slot, added} when the post has its turn (it left
 // the queue and holds the turn until EndPostTurn), {0, ms until it should
 // ask again, added} otherwise; asking only, {2, 0, added} where it would
 // have had its turn (or will, within a lead). added is 1 when the post was
@@ -114,14 +107,6 @@ var takePostTurn = redis.NewScript(takePostTurnSrc)
 const takePostTurnSrc = `
 local now, iv, settle, grace, lead = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local id, askOnly = ARGV[3], ARGV[8] == '1'
-local jobDue
-local fresh = ARGV[15] == '1'
-if fresh then
-  jobDue = ARGV[11]
-elseif KEYS[3] then
-  jobDue = redis.call('ZSCORE', KEYS[3], ARGV[10])
-  if not jobDue then return {3, 0, 0} end
-end
 local added = redis.call('ZADD', KEYS[2], 'NX', ARGV[4], id)
 if ARGV[8] == '2' then
   if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[9]) then redis.call('PEXPIRE', KEYS[2], ARGV[9]) end
@@ -202,15 +187,10 @@ local back = at - lead / 2
 if goesNext then back = ready end
 local wait = math.max(math.ceil(back - now), 1)
 if askOnly and KEYS[3] then
-  -- jobDue was read above, in this same step: nothing can have moved it.
-  if tonumber(jobDue) == tonumber(ARGV[11]) then
-    redis.call('ZADD', KEYS[3], 'XX', now + wait, ARGV[10])
-    if ARGV[12] ~= '' then
-      local home = fresh and ARGV[13] or redis.call('ZSCORE', KEYS[3], ARGV[12])
-      if home and tonumber(home) == tonumber(ARGV[13]) then
-        redis.call('ZADD', KEYS[3], 'XX', now + wait + tonumber(ARGV[14]), ARGV[12])
-      end
-    end
+  -- The create wrote both jobs in this same step: nothing can have moved them.
+  redis.call('ZADD', KEYS[3], 'XX', now + wait, ARGV[10])
+  if ARGV[12] ~= '' then
+    redis.call('ZADD', KEYS[3], 'XX', now + wait + tonumber(ARGV[14]), ARGV[12])
   end
 end
 return {0, wait, added}
@@ -301,17 +281,14 @@ func (s *Store) queuePostArgs(t PostTurn, deferJob bool) ([]string, []any) {
 // and its job runs at its arrival.
 func (s *Store) PacePosts(p Pacing) { s.postPacing.Store(&p) }
 
-// queuedPost reads takePostTurn's answer to queuePostArgs: whether the
-// post was added to the queue, and how long from now its turn should come
-// when posts are ahead of it (0: it may go as soon as its job runs).
-func queuedPost(res []int64) (added bool, wait time.Duration) {
-	if len(res) != 3 {
-		return false, 0
-	}
-	if res[0] == 0 {
+// queuedPost reads takePostTurn's answer to queuePostArgs: how long from
+// now the post's turn should come when posts are ahead of it (0: it may go
+// as soon as its job runs).
+func queuedPost(res []int64) (wait time.Duration) {
+	if len(res) == 3 && res[0] == 0 {
 		wait = time.Duration(res[1]) * time.Millisecond
 	}
-	return res[2] == 1, wait
+	return wait
 }
 
 // queuePostAfter queues the post of a request already stored in its
