@@ -25,9 +25,10 @@ import (
 //     either byte.
 //
 // S2 over DEFLATE: intake compresses every document on its path, and S2
-// does it in about a quarter of the CPU of DEFLATE at BestSpeed (3.9 µs
-// against 15.7 µs for seed 000's example, BenchmarkDocCodec) and
-// decompresses in a third (2.4 against 7.8 µs), storing 650 B against
+// does it in about a seventh of the CPU of DEFLATE at BestSpeed (2.2 µs,
+// into a pooled buffer, against 15.7 µs for seed 000's example,
+// BenchmarkDocCodec) and decompresses in a third (2.2 against 7.8 µs),
+// storing 650 B against
 // 537 B: intake's CPU is issue #17's goal still missed, and memory has
 // room (BENCHMARKS.md).
 const (

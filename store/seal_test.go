@@ -104,35 +104,29 @@ func TestGlobalChainVerifiesUnderConcurrency(t *testing.T) {
 // but one removed from the middle of the pending list, or linked by someone
 // other than the sealer, is; and sealing never links over a gap.
 func TestPendingEntriesAreChecked(t *testing.T) {
-	for name, client := range sealBackends() {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			rdb, prefix := client(t)
-			s := mustNew(t, rdb, store.Options{Prefix: prefix})
-			ctx := testCtx(t)
-			ids := idsInShard("pend", 3, 3)
-			for _, id := range ids {
-				if _, _, err := s.Create(ctx, newReq(id, "agent")); err != nil {
-					t.Fatal(err)
-				}
-			}
-			rep, err := s.VerifyAll(ctx)
-			if err != nil || len(rep.Problems) > 0 || rep.Pending != 3 {
-				t.Fatalf("before sealing: %+v, %v; want 3 pending, no problem", rep, err)
-			}
-			pending := fmt.Sprintf("%s:{s%02d}:audit-pending", prefix, 3)
-			if err := rdb.LRem(ctx, pending, 1, rdb.LIndex(ctx, pending, 1).Val()).Err(); err != nil {
+	onEachSealBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string, s *store.Store, ctx context.Context) {
+		ids := idsInShard("pend", 3, 3)
+		for _, id := range ids {
+			if _, _, err := s.Create(ctx, newReq(id, "agent")); err != nil {
 				t.Fatal(err)
 			}
-			rep, err = s.VerifyAll(ctx)
-			if err != nil || !hasProblem(rep, "pending entry's sequence number is 3, want 2") {
-				t.Fatalf("after removing a pending entry: %+v, %v", rep, err)
-			}
-			if _, err := s.SealShard(ctx, 3); err == nil || !strings.Contains(err.Error(), "does not follow") {
-				t.Fatalf("SealShard over a gap = %v; want it refused", err)
-			}
-		})
-	}
+		}
+		rep, err := s.VerifyAll(ctx)
+		if err != nil || len(rep.Problems) > 0 || rep.Pending != 3 {
+			t.Fatalf("before sealing: %+v, %v; want 3 pending, no problem", rep, err)
+		}
+		pending := fmt.Sprintf("%s:{s%02d}:audit-pending", prefix, 3)
+		if err := rdb.LRem(ctx, pending, 1, rdb.LIndex(ctx, pending, 1).Val()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		rep, err = s.VerifyAll(ctx)
+		if err != nil || !hasProblem(rep, "pending entry's sequence number is 3, want 2") {
+			t.Fatalf("after removing a pending entry: %+v, %v", rep, err)
+		}
+		if _, err := s.SealShard(ctx, 3); err == nil || !strings.Contains(err.Error(), "does not follow") {
+			t.Fatalf("SealShard over a gap = %v; want it refused", err)
+		}
+	})
 }
 
 // TestSealRefusesAnotherKey: a process whose AUDIT_KEY is not the one the
@@ -191,53 +185,59 @@ func hasProblem(rep store.VerifyReport, substr string) bool {
 // those lengths, sealed and pending alike, never restarted: a number given
 // twice would stop the sealer for good.
 func TestAuditSeqCounterRecovers(t *testing.T) {
+	onEachSealBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string, s *store.Store, ctx context.Context) {
+		const shard = 5
+		counter := fmt.Sprintf("%s:{s%02d}:audit-seq", prefix, shard)
+		ids := idsInShard("seq", shard, 9)
+		create := func(ids []string) {
+			t.Helper()
+			for _, id := range ids {
+				if _, _, err := s.Create(ctx, newReq(id, "agent")); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		create(ids[:3])
+		if _, err := s.SealShard(ctx, shard); err != nil {
+			t.Fatal(err)
+		}
+		create(ids[3:5]) // 3 sealed, 2 pending
+		if got := rdb.Get(ctx, counter).Val(); got != "5" {
+			t.Fatalf("counter after 5 entries = %q, want 5", got)
+		}
+		if err := rdb.Del(ctx, counter).Err(); err != nil {
+			t.Fatal(err)
+		}
+		create(ids[5:7])
+		if got := rdb.Get(ctx, counter).Val(); got != "7" {
+			t.Fatalf("counter rebuilt = %q, want 7 (3 sealed + 2 pending + 2 new)", got)
+		}
+		if _, err := s.SealShard(ctx, shard); err != nil {
+			t.Fatal(err)
+		}
+		rdb.Del(ctx, counter) // now with every entry sealed
+		create(ids[7:])
+		if _, err := s.SealShard(ctx, shard); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := s.VerifyAll(ctx)
+		if err != nil || len(rep.Problems) > 0 || rep.Pending != 0 || rep.Requests != len(ids) {
+			t.Fatalf("VerifyAll = %+v, %v; want %d requests, nothing pending, no problem", rep, err, len(ids))
+		}
+		if got := rdb.Get(ctx, counter).Val(); got != "9" {
+			t.Fatalf("counter at the end = %q, want 9", got)
+		}
+	})
+}
+
+// onEachSealBackend runs test in parallel on each of sealBackends, with a
+// store on its own key prefix.
+func onEachSealBackend(t *testing.T, test func(t *testing.T, rdb redis.UniversalClient, prefix string, s *store.Store, ctx context.Context)) {
 	for name, client := range sealBackends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			rdb, prefix := client(t)
-			s := mustNew(t, rdb, store.Options{Prefix: prefix})
-			ctx := testCtx(t)
-			const shard = 5
-			counter := fmt.Sprintf("%s:{s%02d}:audit-seq", prefix, shard)
-			ids := idsInShard("seq", shard, 9)
-			create := func(ids []string) {
-				t.Helper()
-				for _, id := range ids {
-					if _, _, err := s.Create(ctx, newReq(id, "agent")); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			create(ids[:3])
-			if _, err := s.SealShard(ctx, shard); err != nil {
-				t.Fatal(err)
-			}
-			create(ids[3:5]) // 3 sealed, 2 pending
-			if got := rdb.Get(ctx, counter).Val(); got != "5" {
-				t.Fatalf("counter after 5 entries = %q, want 5", got)
-			}
-			if err := rdb.Del(ctx, counter).Err(); err != nil {
-				t.Fatal(err)
-			}
-			create(ids[5:7])
-			if got := rdb.Get(ctx, counter).Val(); got != "7" {
-				t.Fatalf("counter rebuilt = %q, want 7 (3 sealed + 2 pending + 2 new)", got)
-			}
-			if _, err := s.SealShard(ctx, shard); err != nil {
-				t.Fatal(err)
-			}
-			rdb.Del(ctx, counter) // now with every entry sealed
-			create(ids[7:])
-			if _, err := s.SealShard(ctx, shard); err != nil {
-				t.Fatal(err)
-			}
-			rep, err := s.VerifyAll(ctx)
-			if err != nil || len(rep.Problems) > 0 || rep.Pending != 0 || rep.Requests != len(ids) {
-				t.Fatalf("VerifyAll = %+v, %v; want %d requests, nothing pending, no problem", rep, err, len(ids))
-			}
-			if got := rdb.Get(ctx, counter).Val(); got != "9" {
-				t.Fatalf("counter at the end = %q, want 9", got)
-			}
+			test(t, rdb, prefix, mustNew(t, rdb, store.Options{Prefix: prefix}), testCtx(t))
 		})
 	}
 }

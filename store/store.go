@@ -79,7 +79,7 @@ type Store struct {
 	// sealer is woken by writes that append global audit entries (seal.go).
 	sealer *sealer
 	// confirms queues ConfirmOpenLater's confirmations (opencap.go),
-	// deferrals deferPostJob's (create.go).
+	// deferrals deferPostJob's (createpost.go).
 	confirms  laterQueue[OpenSlot]
 	deferrals laterQueue[postDeferral]
 	// writeLoaded: applyWrite is known loaded in Redis (loadWrite).

@@ -1,0 +1,229 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A new request's post, queued in its channel with its create: on one
+// Redis node in the create's own script (createAndQueue); on a Cluster,
+// where the channel's queue is another node's, a round trip later, its job
+// deferred to its turn off the create's path (deferPostJob).
+
+// applyQueued applies a create and queues its post in its channel's FIFO
+// (by the arrival its post job is due at, to the microsecond), before
+// intake answers: so a request accepted after it can never be posted first,
+// however the post jobs are claimed. turnIn is, when posts are ahead of
+// it, how long until its turn should come (queuedPost): on one node the
+// queuing script made the post's job due then itself; on a Cluster the
+// create defers it (deferPostJob).
+//
+// The post job exists before the post is in the queue, so a post handed
+// the turn (PullPostJob, which moves only a job that exists) as soon as it
+// is queued is never missed. On one Redis node the two are one script
+// (createAndQueue); on a Cluster the queue is another node's, so the post
+// is queued once the write has applied, a round trip later. Should the
+// queuing fail, the post job queues itself when it runs (TakePostTurn).
+//
+// admit, when set, goes first in the pipeline (one Redis node only; see
+// Admission): admitted is its command, to read once the pipeline ran.
+func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn, admit *admitCall) (cursor string, turnIn time.Duration, admitted *redis.Cmd, err error) {
+	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
+		// (Never with admit: a Cluster's Create admits first.)
+		qKeys, qArgs := s.queuePostArgs(turn, false)
+		if cursor, err = s.apply(ctx, reqKey, w); err != nil {
+			return cursor, 0, nil, err
+		}
+		answer, _ := takePostTurn.Run(ctx, s.rdb, qKeys, qArgs...).Int64Slice()
+		turnIn = queuedPost(answer)
+		return cursor, turnIn, nil, nil
+	}
+	// One node: the limits' keys, the channel's queue and the request's
+	// shard are in as many slots, which one node serves alike. The write
+	// and the queuing are one script (createAndQueue), the limits before
+	// it in the same round trip.
+	ctx = oneNodeOnly(ctx)
+	keys, argv := w.args(reqKey)
+	qKeys, qArgs := s.queuePostArgs(turn, true)
+	// The command's words built at once (~190 on intake's path), where
+	// Script.EvalSha would copy keys and argv into a slice of its own.
+	nKeys := len(keys) + len(qKeys)
+	words := make([]any, 0, 3+nKeys+len(argv)+len(qArgs)+2)
+	words = append(words, "evalsha", createAndQueue.Hash(), nKeys)
+	for _, k := range keys {
+		words = append(words, k)
+	}
+	for _, k := range qKeys {
+		words = append(words, k)
+	}
+	words = append(words, argv...)
+	words = append(words, qArgs...)
+	words = append(words, len(qKeys), len(qArgs))
+	pipe := s.rdb.Pipeline()
+	if admit != nil {
+		admitted = admit.script.EvalSha(ctx, pipe, admit.keys, admit.args...)
+	}
+	c := pipe.Do(ctx, words...)
+	_, execErr := pipe.Exec(ctx) // each command's error is read below
+	if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+		// Not run, so nothing was written: run it now (Run loads it).
+		c = createAndQueue.Run(ctx, s.rdb, append(keys, qKeys...), words[3+nKeys:]...)
+	}
+	res, err := c.StringSlice()
+	if err == nil && len(res) == 0 {
+		err = cmp.Or(execErr, errors.New("store: no answer from the create script"))
+	}
+	if err != nil {
+		return "", 0, admitted, err
+	}
+	if len(res) == 5 {
+		var answer []int64
+		for _, v := range res[2:] {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			answer = append(answer, n)
+		}
+		turnIn = queuedPost(answer)
+		res = res[:2]
+	}
+	cursor, err = s.applied(res, w)
+	return cursor, turnIn, admitted, err
+}
+
+// createAndQueue is applyWrite and then, once it wrote, takePostTurn (as
+// queuePostArgs asks it, with its KEYS[3]): a create and its post's
+// queuing in one atomic step, on one Redis node only (the channel's queue
+// is another slot). One script, not two in a pipeline: one call less, and
+// the queuing need not read back the jobs the write just made.
+//
+//	KEYS -> applyWrite's, then takePostTurn's
+//	ARGV -> applyWrite's, then takePostTurn's, then how many of KEYS and
+//	        of ARGV are takePostTurn's
+//
+// Returns applyWrite's answer; when it wrote ("ok") and the queuing did
+// not fail, followed by takePostTurn's three numbers, as strings.
+var createAndQueue = redis.NewScript(`
+local nk, na = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
+local argc = #ARGV - 2 - na
+local function write()
+` + applyWriteSrc + `
+end
+local function turn(KEYS, ARGV)
+` + takePostTurnSrc + `
+end
+local res = write()
+if res[1] ~= 'ok' then return res end
+local tk, ta = {}, {}
+for j = #KEYS - nk + 1, #KEYS do tk[#tk + 1] = KEYS[j] end
+for j = argc + 1, argc + na do ta[#ta + 1] = ARGV[j] end
+-- The write stands whatever the queuing does (as when they were two
+-- scripts): should it fail, the post job queues itself when it runs.
+local ok, q = pcall(turn, tk, ta)
+if not ok then return res end
+return {res[1], res[2], tostring(q[1]), tostring(q[2]), tostring(q[3])}
+`)
+
+type oneNodeKey struct{}
+
+// oneNodeOnly marks ctx as carrying calls whose KEYS span hash slots, which
+// the store makes on one Redis node only, never on a Cluster (whose tests
+// check every other call's KEYS share a slot).
+func oneNodeOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oneNodeKey{}, true)
+}
+
+// deferPost makes a new request's post job due when its turn should come,
+// but only while it is still due at its arrival, as its create scheduled
+// it: a job that ran meanwhile (claimed, or told when to come back) or was
+// handed the turn (PullPostJob, which always moves it) is due at another
+// time, or not due at all, and is left alone.
+//
+//	KEYS[1] -> <p>:{sNN}:jobs:due
+//	ARGV[1] -> the job's id (post:<request id>)
+//	ARGV[2] -> its due time as the create wrote it: the arrival, Unix ms
+//	           with its microseconds
+//	ARGV[3] -> when its turn should come, Unix ms
+//	ARGV[4..6] -> the request's Home tabs job ("": none), its due time as
+//	           the create wrote it, and how long after the turn it is due
+//	           instead: moved with the post, as takePostTurn's ARGV[12..14]
+//
+// Returns 1 when the job was moved.
+var deferPost = redis.NewScript(`
+local due = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not due or tonumber(due) ~= tonumber(ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], 'XX', ARGV[3], ARGV[1])
+if ARGV[4] ~= '' then
+  local home = redis.call('ZSCORE', KEYS[1], ARGV[4])
+  if home and tonumber(home) == tonumber(ARGV[5]) then
+    redis.call('ZADD', KEYS[1], 'XX', tonumber(ARGV[3]) + tonumber(ARGV[6]), ARGV[4])
+  end
+end
+return 1
+`)
+
+// postDeferral is a post job to defer to its turn: the request's id, its
+// arrival (queueCreate's score for it), when its turn should come.
+type postDeferral struct {
+	id          string
+	arrival, at time.Time
+}
+
+// deferPostJob runs deferPost for the post of request id, which arrived
+// at arrival and whose turn should come at, off the create's path: with
+// others, in one pipeline. Lost, the post job runs at its arrival and is
+// told then when its turn comes; late, it finds the job claimed or handed
+// the turn and does nothing.
+func (s *Store) deferPostJob(id string, arrival, at time.Time) {
+	s.deferrals.add(postDeferral{id: id, arrival: arrival, at: at}, s.deferBatch)
+}
+
+func (s *Store) deferBatch(ctx context.Context, batch []postDeferral) (failed int) {
+	for range 2 {
+		pipe := s.rdb.Pipeline()
+		for _, d := range batch {
+			keys, args := s.deferPostArgs(d)
+			deferPost.EvalSha(ctx, pipe, keys, args...)
+		}
+		cmds, err := pipe.Exec(ctx)
+		failed = countFailed(cmds)
+		if !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return failed
+		}
+		// The script is not loaded yet (or Redis forgot it): load it and
+		// send the batch again (a deferral that applied does nothing twice).
+		if deferPost.Load(ctx, s.rdb).Err() != nil {
+			return failed
+		}
+	}
+	return failed
+}
+
+// deferPostArgs are deferPost's KEYS and ARGV for d.
+func (s *Store) deferPostArgs(d postDeferral) ([]string, []any) {
+	args := []any{jobID(JobPost, d.id), postArrivalScore(d.arrival), d.at.UnixMilli()}
+	return []string{s.keys.jobs(shardOf(d.id)).due}, append(args, s.homeDeferralArgs(d.id, d.arrival)...)
+}
+
+// homeDeferralArgs tell a post's deferral (takePostTurn's ARGV[12..14],
+// deferPost's ARGV[4..6]) to move the request's Home tabs job with it: the
+// job's id ("" without HomeJobs), its due time as queueCreate wrote it for
+// a request that arrived at arrival, and homeAfterCreate.
+func (s *Store) homeDeferralArgs(id string, arrival time.Time) []any {
+	if !s.homeJobs {
+		return []any{"", 0, 0}
+	}
+	return []any{jobID(JobHome, id), homeDueAfterCreate(arrival), homeAfterCreate.Milliseconds()}
+}
+
+// homeDueAfterCreate is a new request's Home tabs job's first due time.
+func homeDueAfterCreate(arrival time.Time) int64 {
+	return arrival.UnixMilli() + homeAfterCreate.Milliseconds()
+}
+
+// postArrivalScore is a new request's post job's first due time: its
+// arrival to the microsecond, which orders its channel's queue (pace.go).
+func postArrivalScore(arrival time.Time) float64 { return float64(arrival.UnixMicro()) / 1000 }
