@@ -72,10 +72,12 @@ const (
 // Returns {"ok", the event cursor a cmdEvents wrote ("" when none)}, or
 // {what stopped it with nothing written}: "deadline", "duplicate",
 // "conflict", "notfound", "grants" or "notadmitted".
-var applyWrite = redis.NewScript("local argc = #ARGV\n" + applyWriteSrc)
+var applyWrite = redis.NewScript("local argc = #ARGV\nlocal beforeCommands\n" + applyWriteSrc)
 
 // applyWriteSrc is applyWrite's text, which reads its ARGV up to argc
-// (the last of its own: createAndQueue passes more after them).
+// (the last of its own: createAndQueue passes more after them), and runs
+// beforeCommands, when set, once its guards passed and before it writes
+// anything (createAndQueue queues the post then).
 const applyWriteSrc = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -179,6 +181,7 @@ local function events(a, last)
   end
 end
 
+if beforeCommands then beforeCommands() end
 local i = 11
 while i <= argc do
   local n = tonumber(ARGV[i])
@@ -205,6 +208,10 @@ if ARGV[2] == '1' and ARGV[7] ~= '0' then
 end
 return {'ok', cursorAt}
 `
+
+// applyCommandsAt is the index in write.args's argv of the first
+// command's length (applyWrite's ARGV[11]).
+const applyCommandsAt = 10
 
 // write is a recorded write and its guards.
 type write struct {
@@ -241,7 +248,7 @@ func (s *Store) record() redis.Pipeliner { return s.rdb.Pipeline() }
 // args builds applyWrite's KEYS and ARGV, each allocated once at its
 // final size (a create's ARGV is ~150 words: on intake's path).
 func (w write) args(reqKey string) ([]string, []any) {
-	n := 10
+	n := applyCommandsAt
 	for _, c := range w.cmds {
 		n += 1 + len(c.Args())
 	}

@@ -35,7 +35,7 @@ import (
 func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn, admit *admitCall) (cursor string, turnIn time.Duration, admitted *redis.Cmd, err error) {
 	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
 		// (Never with admit: a Cluster's Create admits first.)
-		qKeys, qArgs := s.queuePostArgs(turn, false)
+		qKeys, qArgs := s.queuePostArgs(turn)
 		if cursor, err = s.apply(ctx, reqKey, w); err != nil {
 			return cursor, 0, nil, err
 		}
@@ -49,11 +49,16 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	// it in the same round trip.
 	ctx = oneNodeOnly(ctx)
 	keys, argv := w.args(reqKey)
-	qKeys, qArgs := s.queuePostArgs(turn, true)
+	qKeys, qArgs := s.queuePostArgs(turn)
+	jobsKey := s.keys.jobs(shardOf(turn.ID)).due
+	postAt, homeAt := jobDueAt(argv, jobsKey, jobID(JobPost, turn.ID)), 0
+	if s.homeJobs {
+		homeAt = jobDueAt(argv, jobsKey, jobID(JobHome, turn.ID))
+	}
 	// The command's words built at once (~190 on intake's path), where
 	// Script.EvalSha would copy keys and argv into a slice of its own.
 	nKeys := len(keys) + len(qKeys)
-	words := make([]any, 0, 3+nKeys+len(argv)+len(qArgs)+2)
+	words := make([]any, 0, 3+nKeys+len(argv)+len(qArgs)+5)
 	words = append(words, "evalsha", createAndQueue.Hash(), nKeys)
 	for _, k := range keys {
 		words = append(words, k)
@@ -63,7 +68,7 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	}
 	words = append(words, argv...)
 	words = append(words, qArgs...)
-	words = append(words, len(qKeys), len(qArgs))
+	words = append(words, len(qKeys), len(qArgs), postAt, homeAt, homeAfterCreate.Milliseconds())
 	pipe := s.rdb.Pipeline()
 	if admit != nil {
 		admitted = admit.script.EvalSha(ctx, pipe, admit.keys, admit.args...)
@@ -94,38 +99,76 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	return cursor, turnIn, admitted, err
 }
 
-// createAndQueue is applyWrite and then, once it wrote, takePostTurn (as
-// queuePostArgs asks it, with its KEYS[3]): a create and its post's
-// queuing in one atomic step, on one Redis node only (the channel's queue
-// is another slot). One script, not two in a pipeline: one call less, and
-// the queuing need not read back the jobs the write just made.
+// createAndQueue is applyWrite with takePostTurn (as queuePostArgs asks
+// it) run once the write's guards passed, before it writes: a create and
+// its post's queuing in one atomic step, on one Redis node only (the
+// channel's queue is another slot). A post told to come back later (posts
+// are ahead of it) has its job, and the request's Home tabs job, written
+// due then in the write's own ZADD: written once, not written due at the
+// arrival and then moved (two skiplist updates in a set as large as the
+// shard's jobs, issue #17).
 //
 //	KEYS -> applyWrite's, then takePostTurn's
-//	ARGV -> applyWrite's, then takePostTurn's, then how many of KEYS and
-//	        of ARGV are takePostTurn's
+//	ARGV -> applyWrite's, then takePostTurn's, then: how many of KEYS and
+//	        of ARGV are takePostTurn's; the index in ARGV of the post job's
+//	        due time in the write's ZADD of the shard's jobs, and of the Home
+//	        tabs job's (0: none); how long after the post's turn the Home
+//	        tabs job is due (homeAfterCreate), ms
 //
 // Returns applyWrite's answer; when it wrote ("ok") and the queuing did
 // not fail, followed by takePostTurn's three numbers, as strings.
 var createAndQueue = redis.NewScript(`
-local nk, na = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
-local argc = #ARGV - 2 - na
-local function write()
-` + applyWriteSrc + `
-end
+local nk, na = tonumber(ARGV[#ARGV - 4]), tonumber(ARGV[#ARGV - 3])
+local postAt, homeAt, homeAfter = tonumber(ARGV[#ARGV - 2]), tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
+local argc = #ARGV - 5 - na
 local function turn(KEYS, ARGV)
 ` + takePostTurnSrc + `
 end
+local queued
+local function beforeCommands()
+  local tk, ta = {}, {}
+  for j = #KEYS - nk + 1, #KEYS do tk[#tk + 1] = KEYS[j] end
+  for j = argc + 1, argc + na do ta[#ta + 1] = ARGV[j] end
+  -- The write goes on whatever the queuing does (a script is not rolled
+  -- back): should it fail, the post job queues itself when it runs.
+  local ok, q = pcall(turn, tk, ta)
+  if not ok then return end
+  queued = q
+  if q[1] == 0 and postAt > 0 then
+    local due = tonumber(ta[1]) + q[2]
+    ARGV[postAt] = due
+    if homeAt > 0 then ARGV[homeAt] = due + homeAfter end
+  end
+end
+local function write()
+` + applyWriteSrc + `
+end
 local res = write()
-if res[1] ~= 'ok' then return res end
-local tk, ta = {}, {}
-for j = #KEYS - nk + 1, #KEYS do tk[#tk + 1] = KEYS[j] end
-for j = argc + 1, argc + na do ta[#ta + 1] = ARGV[j] end
--- The write stands whatever the queuing does (as when they were two
--- scripts): should it fail, the post job queues itself when it runs.
-local ok, q = pcall(turn, tk, ta)
-if not ok then return res end
-return {res[1], res[2], tostring(q[1]), tostring(q[2]), tostring(q[3])}
+if res[1] ~= 'ok' or not queued then return res end
+return {res[1], res[2], tostring(queued[1]), tostring(queued[2]), tostring(queued[3])}
 `)
+
+// jobDueAt is the index in applyWrite's ARGV (Lua's, from 1) of the due
+// time of job in the write's ZADD of the jobs set jobsKey, 0 when it has
+// none: createAndQueue gives it the post's turn there.
+func jobDueAt(argv []any, jobsKey, job string) int {
+	for i := applyCommandsAt; i+1 < len(argv); {
+		n, _ := argv[i].(int)
+		if n < 1 {
+			return 0
+		}
+		if cmd, _ := argv[i+1].(string); cmd == "zadd" && n > 2 && argv[i+2] == jobsKey {
+			// zadd, key, then score and member pairs.
+			for m := i + 4; m <= i+n; m += 2 {
+				if argv[m] == job {
+					return m // the score's, 0-based m-1, in Lua m
+				}
+			}
+		}
+		i += n + 1
+	}
+	return 0
+}
 
 type oneNodeKey struct{}
 

@@ -83,19 +83,6 @@ type Pacing struct {
 //	           ms; "2" to queue it and no more (the store was told no pacing:
 //	           ARGV[1], ARGV[2] and ARGV[5..7] are unused)
 //	ARGV[9] -> ask only or queue only: the least TTL of the queue, ms
-//	KEYS[3], ARGV[10], ARGV[11] -> asking only, as part of the create's own
-//	           script on one Redis node (createAndQueue: the request's shard
-//	           is another slot): the request shard's <p>:{sNN}:jobs:due, the
-//	           post's job id and its due time as the create wrote it (its
-//	           arrival, postArrivalScore; unread: the create wrote it in this
-//	           same step). A post told to come back later has its job made
-//	           due then, as deferPost does.
-//	ARGV[12..14] -> with them, the request's Home tabs job ("": none), its
-//	           due time as the create wrote it (unread, as ARGV[11]), and how
-//	           long after the post's turn it is due instead
-//	           (homeAfterCreate): a request's
-//	           tabs are updated once, as its post is made (SetPermalink),
-//	           not once before it too.
 //
 // Returns {1, ms until its slot, added} when the post has its turn (it left
 // the queue and holds the turn until EndPostTurn), {0, ms until it should
@@ -186,13 +173,6 @@ redis.call('PEXPIRE', KEYS[1], ttl)
 local back = at - lead / 2
 if goesNext then back = ready end
 local wait = math.max(math.ceil(back - now), 1)
-if askOnly and KEYS[3] then
-  -- The create wrote both jobs in this same step: nothing can have moved them.
-  redis.call('ZADD', KEYS[3], 'XX', now + wait, ARGV[10])
-  if ARGV[12] ~= '' then
-    redis.call('ZADD', KEYS[3], 'XX', now + wait + tonumber(ARGV[14]), ARGV[12])
-  end
-end
 return {0, wait, added}
 `
 
@@ -251,24 +231,17 @@ const queueTTL = time.Hour
 // (takePostTurn's own ZADD NX is then a no-op). The answer tells the create
 // when the post's turn should come (queuedPost).
 //
-// deferJob (one Redis node only) has the script also make the post's job,
-// which the create wrote due at the arrival, due when its turn should come
-// (takePostTurn's KEYS[3]); otherwise the create defers it, off its path
-// (deferPostJob).
-func (s *Store) queuePostArgs(t PostTurn, deferJob bool) ([]string, []any) {
+// (On one Redis node the create's script gives the post's job the time
+// the answer tells, as it writes it: createAndQueue. On a Cluster the
+// create defers the job, off its path: deferPostJob.)
+func (s *Store) queuePostArgs(t PostTurn) ([]string, []any) {
 	p, mode := s.postPacing.Load(), "1"
 	if p == nil {
 		p, mode = &Pacing{}, "2"
 	}
-	keys := s.paceKeys(t.Channel)
 	args := []any{s.nowMs(), max(p.Interval.Milliseconds(), 1), t.ID, arrivalMs(t.Arrival),
 		p.Settle.Milliseconds(), p.Grace.Milliseconds(), p.Lead.Milliseconds(), mode, queueTTL.Milliseconds()}
-	if deferJob {
-		keys = append(keys, s.keys.jobs(shardOf(t.ID)).due)
-		args = append(args, jobID(JobPost, t.ID), postArrivalScore(t.Arrival))
-		args = append(args, s.homeDeferralArgs(t.ID, t.Arrival)...)
-	}
-	return keys, args
+	return s.paceKeys(t.Channel), args
 }
 
 // PacePosts tells the store how this process's poster paces each channel's
@@ -296,7 +269,7 @@ func queuedPost(res []int64) (wait time.Duration) {
 // standing approvals, whose WATCH transaction cannot carry it (applyQueued
 // queues every other create's post with its script).
 func (s *Store) queuePostAfter(ctx context.Context, t PostTurn) error {
-	keys, args := s.queuePostArgs(t, false)
+	keys, args := s.queuePostArgs(t)
 	if err := takePostTurn.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
 		return fmt.Errorf("store: queue the post of %s in %s: %w", t.ID, t.Channel, err)
 	}
