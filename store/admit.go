@@ -131,3 +131,14 @@ func (s *Store) admitted(ctx context.Context, c admitCall, res []any) (RateDecis
 	slot, err = s.ReserveOpen(ctx, agent, c.slot.id, c.adm.MaxOpen, c.adm.Lease)
 	return d, slot, err
 }
+
+// cmd is c as an EVALSHA command, to send in a pipeline with the create
+// (as Script.EvalSha would queue it).
+func (c admitCall) cmd(ctx context.Context) *redis.Cmd {
+	words := make([]any, 0, 3+len(c.keys)+len(c.args))
+	words = append(words, "evalsha", c.script.Hash(), len(c.keys))
+	for _, k := range c.keys {
+		words = append(words, k)
+	}
+	return redis.NewCmd(ctx, append(words, c.args...)...)
+}

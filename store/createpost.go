@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -69,19 +68,20 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	words = append(words, argv...)
 	words = append(words, qArgs...)
 	words = append(words, len(qKeys), len(qArgs), postAt, homeAt, homeAfterCreate.Milliseconds())
-	pipe := s.rdb.Pipeline()
+	c := redis.NewCmd(ctx, words...)
 	if admit != nil {
-		admitted = admit.script.EvalSha(ctx, pipe, admit.keys, admit.args...)
+		admitted = admit.cmd(ctx)
+		s.roundTrips.do(ctx, s.rdb, admitted, c)
+	} else {
+		s.roundTrips.do(ctx, s.rdb, c)
 	}
-	c := pipe.Do(ctx, words...)
-	_, execErr := pipe.Exec(ctx) // each command's error is read below
 	if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
 		// Not run, so nothing was written: run it now (Run loads it).
 		c = createAndQueue.Run(ctx, s.rdb, append(keys, qKeys...), words[3+nKeys:]...)
 	}
 	res, err := c.StringSlice()
 	if err == nil && len(res) == 0 {
-		err = cmp.Or(execErr, errors.New("store: no answer from the create script"))
+		err = errors.New("store: no answer from the create script")
 	}
 	if err != nil {
 		return "", 0, admitted, err

@@ -88,6 +88,8 @@ type Store struct {
 	docs *docCache
 	// postPacing: see PacePosts; nil until told.
 	postPacing atomic.Pointer[Pacing]
+	// roundTrips: creates share them under load (roundtrip.go).
+	roundTrips sharedRoundTrips
 }
 
 // New returns a Store over rdb, which may be a standalone, Sentinel or
@@ -104,6 +106,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Store, error) {
 		now:     opts.Now,
 		hasher:  auditHasher{key: opts.AuditKey},
 		sealer:  newSealer(),
+
+		roundTrips: sharedRoundTrips{max: maxSharedRoundTrips},
 
 		homeJobs:   opts.HomeJobs,
 		notifyJobs: opts.NotifyJobs,

@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/approvalbot/approvalbot/store/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// gatedPipelines holds each pipeline of the test's commands (INCRBY first)
+// as it starts, telling its size, until the test releases it; a new
+// connection's handshake, a pipeline too, goes by.
+type gatedPipelines struct {
+	started chan int
+	release chan struct{}
+}
+
+func (g gatedPipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (g gatedPipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (g gatedPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) == 0 || cmds[0].Name() != "incrby" {
+			return next(ctx, cmds)
+		}
+		g.started <- len(cmds)
+		<-g.release
+		return next(ctx, cmds)
+	}
+}
+
+func onEachRoundTripBackend(t *testing.T, test func(t *testing.T, rdb redis.UniversalClient, prefix string)) {
+	for name, client := range map[string]func(testing.TB) (redis.UniversalClient, string){
+		"redis":    redistest.Client,
+		"embedded": func(tb testing.TB) (redis.UniversalClient, string) { return redistest.Embedded(tb, nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rdb, prefix := client(t)
+			test(t, rdb, "{"+prefix+"}")
+		})
+	}
+}
+
+// waitForWaiting returns once n callers wait for the pipeline in flight.
+func (r *sharedRoundTrips) waitForWaiting(n int) {
+	for {
+		r.mu.Lock()
+		have := len(r.waiting)
+		r.mu.Unlock()
+		if have >= n {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// Callers that arrive while the one pipeline allowed is out go together in
+// the next, each with its own answers; one whose context ended meanwhile
+// sends nothing and gets its context's error.
+func TestSharedRoundTripsGatherTheCallersThatWait(t *testing.T) {
+	t.Parallel()
+	onEachRoundTripBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		gate := gatedPipelines{started: make(chan int), release: make(chan struct{})}
+		rdb.AddHook(gate)
+		r := &sharedRoundTrips{max: 1}
+		ctx := context.Background()
+		incr := func(ctx context.Context, who string, by int64) (*redis.IntCmd, *redis.StringCmd) {
+			return redis.NewIntCmd(ctx, "incrby", prefix+who, by), redis.NewStringCmd(ctx, "get", prefix+who)
+		}
+		var wg sync.WaitGroup
+		call := func(ctx context.Context, cmds ...redis.Cmder) { wg.Go(func() { r.do(ctx, rdb, cmds...) }) }
+
+		aIncr, aGet := incr(ctx, "a", 1)
+		call(ctx, aIncr, aGet)
+		if n := <-gate.started; n != 2 {
+			t.Fatalf("the first caller's pipeline has %d commands, want its 2", n)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		bIncr, bGet := incr(ctx, "b", 2)
+		cIncr, cGet := incr(cctx, "c", 3)
+		dIncr, dGet := incr(ctx, "d", 4)
+		call(ctx, bIncr, bGet)
+		call(cctx, cIncr, cGet)
+		call(ctx, dIncr, dGet)
+		r.waitForWaiting(3)
+		cancel()
+		gate.release <- struct{}{}
+		if n := <-gate.started; n != 4 {
+			t.Fatalf("the second pipeline has %d commands, want b's and d's 4", n)
+		}
+		gate.release <- struct{}{}
+		wg.Wait()
+
+		for who, c := range map[string]struct {
+			incr *redis.IntCmd
+			get  *redis.StringCmd
+			want int64
+		}{"a": {aIncr, aGet, 1}, "b": {bIncr, bGet, 2}, "d": {dIncr, dGet, 4}} {
+			if n, err := c.incr.Result(); err != nil || n != c.want {
+				t.Errorf("%s: INCRBY answered %d, %v; want %d", who, n, err, c.want)
+			}
+			if v, err := c.get.Result(); err != nil || v != fmt.Sprint(c.want) {
+				t.Errorf("%s: GET answered %q, %v; want %d", who, v, err, c.want)
+			}
+		}
+		if !errors.Is(cIncr.Err(), context.Canceled) || !errors.Is(cGet.Err(), context.Canceled) {
+			t.Errorf("c, cancelled while waiting: %v, %v; want context.Canceled", cIncr.Err(), cGet.Err())
+		}
+		if n, err := rdb.Exists(ctx, prefix+"c").Result(); err != nil || n != 0 {
+			t.Errorf("c's key exists (%d, %v): its commands were sent", n, err)
+		}
+		if r.inFlight != 0 || len(r.waiting) != 0 {
+			t.Errorf("after every call: %d in flight, %d waiting; want none", r.inFlight, len(r.waiting))
+		}
+	})
+}
+
+// Many concurrent callers, two pipelines at most out at once: each gets
+// its own answers, in its order, and none is left waiting.
+func TestSharedRoundTripsUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	onEachRoundTripBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		r := &sharedRoundTrips{max: 2}
+		ctx := context.Background()
+		const callers = 200
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				key := fmt.Sprintf("%s%d", prefix, i)
+				set := redis.NewStatusCmd(ctx, "set", key, i)
+				incr := redis.NewIntCmd(ctx, "incrby", key, i)
+				r.do(ctx, rdb, set, incr)
+				if err := set.Err(); err != nil {
+					t.Errorf("caller %d: SET: %v", i, err)
+				}
+				if n, err := incr.Result(); err != nil || n != int64(2*i) {
+					t.Errorf("caller %d: INCRBY after its SET answered %d, %v; want %d", i, n, err, 2*i)
+				}
+			})
+		}
+		wg.Wait()
+		if r.inFlight != 0 || len(r.waiting) != 0 {
+			t.Errorf("after every call: %d in flight, %d waiting; want none", r.inFlight, len(r.waiting))
+		}
+	})
+}
