@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -73,8 +75,25 @@ func (r *sharedRoundTrips) send(rdb redis.UniversalClient, lead *roundTripCall) 
 	calls := append([]*roundTripCall{lead}, r.waiting...)
 	r.waiting = nil
 	r.mu.Unlock()
+	defer func() {
+		// Deferred, so that a panic (recovered by the lead's HTTP
+		// handler) leaves no caller waiting and no slot taken for good.
+		if v := recover(); v != nil {
+			for _, c := range calls[1:] {
+				for _, cmd := range c.cmds {
+					cmd.SetErr(fmt.Errorf("store: a shared round trip to Redis panicked: %v", v))
+				}
+			}
+			defer panic(v)
+		}
+		for _, c := range calls[1:] {
+			c.wake <- true
+		}
+		r.handOff()
+	}()
 
 	pipe := rdb.Pipeline()
+	sent := make([]*roundTripCall, 0, len(calls))
 	for _, c := range calls {
 		if err := c.ctx.Err(); err != nil {
 			for _, cmd := range c.cmds {
@@ -82,19 +101,21 @@ func (r *sharedRoundTrips) send(rdb redis.UniversalClient, lead *roundTripCall) 
 			}
 			continue
 		}
+		sent = append(sent, c)
 		for _, cmd := range c.cmds {
 			_ = pipe.Process(c.ctx, cmd) // queued, not sent: never fails
 		}
 	}
-	if pipe.Len() > 0 {
-		// Not the lead's context alone: its end must not fail the other
-		// callers' commands (the client's timeouts bound the round trip).
-		_, _ = pipe.Exec(context.WithoutCancel(lead.ctx)) // each command's error is its own
+	if len(sent) > 0 {
+		ctx, cancel := sharedContext(lead.ctx, sent)
+		_, _ = pipe.Exec(ctx) // each command's error is its own
+		cancel()
 	}
-	for _, c := range calls[1:] {
-		c.wake <- true
-	}
+}
 
+// handOff gives the slot of a pipeline that ended to the first caller that
+// waits, or frees it.
+func (r *sharedRoundTrips) handOff() {
 	r.mu.Lock()
 	if len(r.waiting) == 0 {
 		r.inFlight--
@@ -105,4 +126,26 @@ func (r *sharedRoundTrips) send(rdb redis.UniversalClient, lead *roundTripCall) 
 	r.waiting = r.waiting[1:]
 	r.mu.Unlock()
 	next.wake <- false
+}
+
+// sharedContext is the context of a pipeline that sends calls: lead's
+// values, not its end (which must not fail the other callers' commands),
+// and the latest of the callers' deadlines, if each has one. The client
+// cuts a command short at its context's deadline (ContextTimeoutEnabled,
+// how the request paths keep STORE_REQUEST_TIMEOUT): so no caller's
+// commands are cut before its own deadline, and none waits much past its
+// own, the callers' deadlines being their arrival and one budget.
+func sharedContext(lead context.Context, calls []*roundTripCall) (context.Context, context.CancelFunc) {
+	ctx := context.WithoutCancel(lead)
+	var latest time.Time
+	for _, c := range calls {
+		d, ok := c.ctx.Deadline()
+		if !ok {
+			return ctx, func() {}
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(ctx, latest)
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/approvalbot/approvalbot/store/redistest"
 	"github.com/redis/go-redis/v9"
@@ -16,8 +18,13 @@ import (
 // as it starts, telling its size, until the test releases it; a new
 // connection's handshake, a pipeline too, goes by.
 type gatedPipelines struct {
-	started chan int
+	started chan gatedPipeline
 	release chan struct{}
+}
+
+type gatedPipeline struct {
+	cmds     int
+	deadline time.Time // zero: none
 }
 
 func (g gatedPipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
@@ -27,7 +34,8 @@ func (g gatedPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 		if len(cmds) == 0 || cmds[0].Name() != "incrby" {
 			return next(ctx, cmds)
 		}
-		g.started <- len(cmds)
+		d, _ := ctx.Deadline()
+		g.started <- gatedPipeline{cmds: len(cmds), deadline: d}
 		<-g.release
 		return next(ctx, cmds)
 	}
@@ -65,7 +73,7 @@ func (r *sharedRoundTrips) waitForWaiting(n int) {
 func TestSharedRoundTripsGatherTheCallersThatWait(t *testing.T) {
 	t.Parallel()
 	onEachRoundTripBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-		gate := gatedPipelines{started: make(chan int), release: make(chan struct{})}
+		gate := gatedPipelines{started: make(chan gatedPipeline), release: make(chan struct{})}
 		rdb.AddHook(gate)
 		r := &sharedRoundTrips{max: 1}
 		ctx := context.Background()
@@ -77,21 +85,26 @@ func TestSharedRoundTripsGatherTheCallersThatWait(t *testing.T) {
 
 		aIncr, aGet := incr(ctx, "a", 1)
 		call(ctx, aIncr, aGet)
-		if n := <-gate.started; n != 2 {
-			t.Fatalf("the first caller's pipeline has %d commands, want its 2", n)
+		if p := <-gate.started; p.cmds != 2 || !p.deadline.IsZero() {
+			t.Fatalf("the first caller's pipeline: %+v, want its 2 commands and no deadline (it has none)", p)
 		}
 		cctx, cancel := context.WithCancel(ctx)
-		bIncr, bGet := incr(ctx, "b", 2)
+		bDeadline, dDeadline := time.Now().Add(time.Hour), time.Now().Add(2*time.Hour)
+		bctx, cancelB := context.WithDeadline(ctx, bDeadline)
+		defer cancelB()
+		dctx, cancelD := context.WithDeadline(ctx, dDeadline)
+		defer cancelD()
+		bIncr, bGet := incr(bctx, "b", 2)
 		cIncr, cGet := incr(cctx, "c", 3)
-		dIncr, dGet := incr(ctx, "d", 4)
-		call(ctx, bIncr, bGet)
+		dIncr, dGet := incr(dctx, "d", 4)
+		call(bctx, bIncr, bGet)
 		call(cctx, cIncr, cGet)
-		call(ctx, dIncr, dGet)
+		call(dctx, dIncr, dGet)
 		r.waitForWaiting(3)
 		cancel()
 		gate.release <- struct{}{}
-		if n := <-gate.started; n != 4 {
-			t.Fatalf("the second pipeline has %d commands, want b's and d's 4", n)
+		if p := <-gate.started; p.cmds != 4 || !p.deadline.Equal(dDeadline) {
+			t.Fatalf("the second pipeline: %+v, want b's and d's 4 commands, by d's deadline %v (the later)", p, dDeadline)
 		}
 		gate.release <- struct{}{}
 		wg.Wait()
@@ -146,6 +159,69 @@ func TestSharedRoundTripsUnderConcurrency(t *testing.T) {
 		wg.Wait()
 		if r.inFlight != 0 || len(r.waiting) != 0 {
 			t.Errorf("after every call: %d in flight, %d waiting; want none", r.inFlight, len(r.waiting))
+		}
+	})
+}
+
+// panickingPipelines holds the first pipeline of the test's commands until
+// the test releases it, and panics in the second.
+type panickingPipelines struct{ gatedPipelines }
+
+func (g panickingPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	var n atomic.Int32
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && cmds[0].Name() == "incrby" {
+			switch n.Add(1) {
+			case 1:
+				g.started <- gatedPipeline{cmds: len(cmds)}
+				<-g.release
+			case 2:
+				panic("hook")
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A pipeline that panics fails the commands of the other callers it
+// carried, and leaves its slot free: the next caller is sent.
+func TestSharedRoundTripsSurviveAPanic(t *testing.T) {
+	t.Parallel()
+	onEachRoundTripBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		gate := panickingPipelines{gatedPipelines{started: make(chan gatedPipeline), release: make(chan struct{})}}
+		rdb.AddHook(gate)
+		r := &sharedRoundTrips{max: 1}
+		ctx := context.Background()
+		incr := func(key string) *redis.IntCmd { return redis.NewIntCmd(ctx, "incrby", prefix+key, 1) }
+		var wg sync.WaitGroup
+		first := incr("a")
+		wg.Go(func() { r.do(ctx, rdb, first) })
+		<-gate.started
+		// b leads the second pipeline (handed the slot), carrying c.
+		panicked := make(chan any, 1)
+		wg.Go(func() {
+			defer func() { panicked <- recover() }()
+			r.do(ctx, rdb, incr("b"))
+		})
+		r.waitForWaiting(1)
+		carried := incr("c")
+		wg.Go(func() { r.do(ctx, rdb, carried) })
+		r.waitForWaiting(2)
+		gate.release <- struct{}{}
+		wg.Wait()
+		if n, err := first.Result(); err != nil || n != 1 {
+			t.Errorf("the first call: %d, %v; want 1", n, err)
+		}
+		if v := <-panicked; v == nil {
+			t.Error("the second pipeline's lead did not panic")
+		}
+		if carried.Err() == nil {
+			t.Error("the caller the panicking pipeline carried has no error")
+		}
+		after := incr("d")
+		r.do(ctx, rdb, after)
+		if n, err := after.Result(); err != nil || n != 1 {
+			t.Errorf("a call after the panic: %d, %v; want 1", n, err)
 		}
 	})
 }
