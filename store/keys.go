@@ -110,12 +110,43 @@ type keys struct {
 	// slots are the shards' key prefixes ("<p>:{sNN}"), formatted once:
 	// every key of a request starts with one.
 	slots *[Shards]string
+	// shards are each shard's own keys, formatted once too: a create
+	// names a dozen of them (each formatted anew was an allocation).
+	shards *[Shards]shardKeys
+}
+
+// shardKeys are the keys of one shard that name no request, agent or user.
+type shardKeys struct {
+	jobs                                                 jobKeys
+	open, unnamed, deadline, events, retention           string
+	audit, auditHead, auditBase, auditExported, auditSeq string
+	auditPending                                         string
+	status                                               map[aah.Status]string
 }
 
 func newKeys(prefix string) keys {
-	k := keys{prefix: prefix, slots: new([Shards]string)}
+	k := keys{prefix: prefix, slots: new([Shards]string), shards: new([Shards]shardKeys)}
 	for shard := range Shards {
-		k.slots[shard] = fmt.Sprintf("%s:{s%02d}", prefix, shard)
+		s := fmt.Sprintf("%s:{s%02d}", prefix, shard)
+		k.slots[shard] = s
+		sk := shardKeys{
+			jobs: jobKeys{
+				due:      s + ":jobs:due",
+				inflight: s + ":jobs:inflight",
+				lease:    s + ":jobs:lease",
+				attempts: s + ":jobs:attempts",
+				dead:     s + ":jobs:dead",
+			},
+			open: s + ":idx:open", unnamed: s + ":idx:unnamed", deadline: s + ":idx:deadline",
+			events: s + ":events", retention: s + ":retention",
+			audit: s + ":audit", auditHead: s + ":audit:head", auditBase: s + ":audit-base",
+			auditExported: s + ":audit-exported", auditSeq: s + ":audit-seq", auditPending: s + ":audit-pending",
+			status: make(map[aah.Status]string, len(aah.Statuses)),
+		}
+		for _, st := range aah.Statuses {
+			sk.status[st] = s + ":idx:status:" + string(st)
+		}
+		k.shards[shard] = sk
 	}
 	return k
 }
@@ -133,7 +164,13 @@ func ReservedID(id string) bool { return reservedIDs[id] }
 
 // shardOf maps a request id to its shard.
 func shardOf(requestID string) int {
-	return int(crc32.ChecksumIEEE([]byte(requestID)) % Shards)
+	// crc32.ChecksumIEEE over the id's bytes, without converting the
+	// string to a slice (an allocation, on every key of a request).
+	crc := ^uint32(0)
+	for i := 0; i < len(requestID); i++ {
+		crc = crc32.IEEETable[byte(crc)^requestID[i]] ^ crc>>8
+	}
+	return int(^crc % Shards)
 }
 
 func (k keys) slot(shard int) string { return k.slots[shard] }
@@ -145,6 +182,9 @@ func (k keys) request(id string) string { return k.slot(shardOf(id)) + ":req:" +
 func (k keys) document(id string) string { return k.slot(shardOf(id)) + ":doc:" + id }
 
 func (k keys) statusIndex(shard int, st aah.Status) string {
+	if key, ok := k.shards[shard].status[st]; ok {
+		return key
+	}
 	return k.slot(shard) + ":idx:status:" + string(st)
 }
 
@@ -152,7 +192,7 @@ func (k keys) statusIndex(shard int, st aah.Status) string {
 // unnamedIndex and deadlineIndex hold subsets of it. All are maintained in
 // the same transaction that creates or closes a request (Create,
 // queueChange).
-func (k keys) openIndex(shard int) string { return k.slot(shard) + ":idx:open" }
+func (k keys) openIndex(shard int) string { return k.shards[shard].open }
 
 func (k keys) channelIndex(shard int, channel string) string {
 	return k.slot(shard) + ":idx:channel:" + channel
@@ -162,9 +202,9 @@ func (k keys) reviewerIndex(shard int, user string) string {
 	return k.slot(shard) + ":idx:reviewer:" + user
 }
 
-func (k keys) unnamedIndex(shard int) string { return k.slot(shard) + ":idx:unnamed" }
+func (k keys) unnamedIndex(shard int) string { return k.shards[shard].unnamed }
 
-func (k keys) deadlineIndex(shard int) string { return k.slot(shard) + ":idx:deadline" }
+func (k keys) deadlineIndex(shard int) string { return k.shards[shard].deadline }
 
 // agentIndex is the agent's index for one status, or all of its requests when st is "".
 func (k keys) agentIndex(shard int, agent string, st aah.Status) string {
@@ -180,16 +220,7 @@ type jobKeys struct {
 	due, inflight, lease, attempts, dead string
 }
 
-func (k keys) jobs(shard int) jobKeys {
-	s := k.slot(shard)
-	return jobKeys{
-		due:      s + ":jobs:due",
-		inflight: s + ":jobs:inflight",
-		lease:    s + ":jobs:lease",
-		attempts: s + ":jobs:attempts",
-		dead:     s + ":jobs:dead",
-	}
-}
+func (k keys) jobs(shard int) jobKeys { return k.shards[shard].jobs }
 
 // pace and paceQueue are a channel's posting state and FIFO of waiting
 // posts, tagged by the channel so one script sees both; a channel's posts
@@ -224,26 +255,26 @@ func (k keys) answered(user string) string { return k.prefix + ":answered:" + us
 
 func (k keys) auditRequest(id string) string { return k.slot(shardOf(id)) + ":audit:" + id }
 
-func (k keys) auditShard(shard int) string { return k.slot(shard) + ":audit" }
+func (k keys) auditShard(shard int) string { return k.shards[shard].audit }
 
-func (k keys) auditShardHead(shard int) string { return k.slot(shard) + ":audit:head" }
+func (k keys) auditShardHead(shard int) string { return k.shards[shard].auditHead }
 
 // auditShardBase and auditShardExported are named "audit-…", not
 // "audit:…", so that no request id can make auditRequest collide with them.
-func (k keys) auditShardBase(shard int) string { return k.slot(shard) + ":audit-base" }
+func (k keys) auditShardBase(shard int) string { return k.shards[shard].auditBase }
 
-func (k keys) auditShardExported(shard int) string { return k.slot(shard) + ":audit-exported" }
+func (k keys) auditShardExported(shard int) string { return k.shards[shard].auditExported }
 
 // auditShardSeq counts the global seqs given out in the shard (apply.go's
 // globalAudit); "audit-…" for the same reason as the two above.
-func (k keys) auditShardSeq(shard int) string { return k.slot(shard) + ":audit-seq" }
+func (k keys) auditShardSeq(shard int) string { return k.shards[shard].auditSeq }
 
 // auditShardPending holds the shard's global entries not sealed yet: their
 // sequence numbers follow the chain's, their links are not written yet
 // (seal.go).
-func (k keys) auditShardPending(shard int) string { return k.slot(shard) + ":audit-pending" }
+func (k keys) auditShardPending(shard int) string { return k.shards[shard].auditPending }
 
-func (k keys) retention(shard int) string { return k.slot(shard) + ":retention" }
+func (k keys) retention(shard int) string { return k.shards[shard].retention }
 
 func (k keys) deliveries(id string) string { return k.slot(shardOf(id)) + ":deliveries:" + id }
 
@@ -253,7 +284,7 @@ func (k keys) homePublish(user string) string { return k.slot(shardOf(user)) + "
 
 func (k keys) copies(id string) string { return k.slot(shardOf(id)) + ":copies:" + id }
 
-func (k keys) events(shard int) string { return k.slot(shard) + ":events" }
+func (k keys) events(shard int) string { return k.shards[shard].events }
 
 // grant, grantsLive and grantsOf share the {grants} hash tag: one slot
 // holds every grant's record, so one script creates or revokes one.
