@@ -27,9 +27,15 @@ import (
 //
 // Without them every write had to WATCH the shard's audit head and event
 // stream, and concurrent writes to a shard retried each other.
+//
+// A third is shorthand: cmdIndex adds one member with one score to several
+// sorted sets (a new request to its indexes), in the words of one command
+// rather than a ZADD each (five words each: issue #17, every word is a Lua
+// string made and hashed in Redis, and a value boxed in Go).
 const (
 	cmdGlobalAudit = "@global_audit"
 	cmdEvents      = "@events"
+	cmdIndex       = "@index"
 )
 
 // applyWrite runs a recorded write.
@@ -68,6 +74,7 @@ const (
 //	           cmdEvents: stream, now ms, MINID, request hash, cursor field
 //	           ("": none), then 5 words per event: request_id, agent,
 //	           type, at, data.
+//	           cmdIndex: score, member, then the sorted sets to add it to.
 //
 // Returns {"ok", the event cursor a cmdEvents wrote ("" when none)}, or
 // {what stopped it with nothing written}: "deadline", "duplicate",
@@ -196,6 +203,8 @@ while i <= argc do
       globalAudit(i + 2, i + n)
     elseif cmd == '` + cmdEvents + `' then
       events(i + 2, i + n)
+    elseif cmd == '` + cmdIndex + `' then
+      for j = i + 4, i + n do redis.call('ZADD', ARGV[j], ARGV[i + 2], ARGV[i + 3]) end
     else
       redis.call(unpack(ARGV, i + 1, i + n))
     end
@@ -246,17 +255,22 @@ var (
 func (s *Store) record() redis.Pipeliner { return s.rdb.Pipeline() }
 
 // args builds applyWrite's KEYS and ARGV, each allocated once at its
-// final size (a create's ARGV is ~150 words: on intake's path).
-func (w write) args(reqKey string) ([]string, []any) {
+// final size (a create's ARGV is ~150 words: on intake's path), and KEYS
+// as words too (keyWords), boxed once: those of the commands are the
+// values their words hold already.
+func (w write) args(reqKey string) (keys []string, keyWords, argv []any) {
 	n := applyCommandsAt
 	for _, c := range w.cmds {
 		n += 1 + len(c.Args())
 	}
-	keys := make([]string, 1, 16)
+	keys = make([]string, 1, 16)
 	keys[0] = reqKey
+	keyWords = make([]any, 1, 16)
+	keyWords[0] = reqKey
 	// key is k's index in KEYS, adding it: a write declares ~10-20 keys,
 	// which a linear search finds sooner than a map is built.
-	key := func(k string) int {
+	key := func(word any) int {
+		k, _ := word.(string)
 		if k == "" {
 			return 0
 		}
@@ -266,9 +280,10 @@ func (w write) args(reqKey string) ([]string, []any) {
 			}
 		}
 		keys = append(keys, k)
+		keyWords = append(keyWords, word)
 		return len(keys)
 	}
-	argv := make([]any, 0, n)
+	argv = make([]any, 0, n)
 	argv = append(argv, w.writeBy)
 	if g := w.create; g != nil {
 		argv = append(argv, "1", g.hash, g.agent, boolArg(g.storedOnly), key(g.grantsKey), key(g.openKey), g.id, g.openScore,
@@ -283,19 +298,23 @@ func (w write) args(reqKey string) ([]string, []any) {
 		switch name, _ := a[0].(string); name {
 		case cmdGlobalAudit:
 			for _, k := range a[1:6] {
-				key(k.(string))
+				key(k)
 			}
 		case cmdEvents:
-			key(a[1].(string))
-			key(a[4].(string))
+			key(a[1])
+			key(a[4])
+		case cmdIndex:
+			for _, k := range a[3:] {
+				key(k)
+			}
 		case "publish":
 			// A channel, not a key (in any slot: PUBLISH reaches every
 			// node of a Cluster from whichever runs the script).
 		default:
-			key(a[1].(string))
+			key(a[1])
 		}
 	}
-	return keys, argv
+	return keys, keyWords, argv
 }
 
 func boolArg(b bool) string {
@@ -309,7 +328,7 @@ func boolArg(b bool) string {
 // ErrWriteDeadline, errDuplicate, ErrConflict, ErrNotFound,
 // errGrantsMayMatch, or Redis's.
 func (s *Store) apply(ctx context.Context, reqKey string, w write) (cursor string, err error) {
-	keys, argv := w.args(reqKey)
+	keys, _, argv := w.args(reqKey)
 	res, err := applyWrite.Run(ctx, s.rdb, keys, argv...).StringSlice()
 	if err != nil {
 		return "", err
@@ -340,7 +359,7 @@ func (s *Store) loadWrite(ctx context.Context) error {
 // was loaded (NOSCRIPT) fails the whole transaction, never half of it: the
 // caller loads it again (loadWrite, before its next WATCH) and retries.
 func (s *Store) applyInTx(ctx context.Context, tx *redis.Tx, reqKey string, w write) (cursor string, err error) {
-	keys, argv := w.args(reqKey)
+	keys, _, argv := w.args(reqKey)
 	var res *redis.Cmd
 	_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		res = applyWrite.EvalSha(ctx, p, keys, argv...)

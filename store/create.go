@@ -259,9 +259,12 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	if n.Unnamed {
 		idxs = append(idxs, s.keys.unnamedIndex(shard))
 	}
+	index := make([]any, 0, 3+len(idxs))
+	index = append(index, cmdIndex, ms, n.ID)
 	for _, idx := range idxs {
-		p.ZAdd(ctx, idx, redis.Z{Score: float64(ms), Member: n.ID})
+		index = append(index, idx)
 	}
+	p.Do(ctx, index...)
 	if !n.Deadline.IsZero() {
 		p.ZAdd(ctx, s.keys.deadlineIndex(shard), redis.Z{Score: float64(n.Deadline.UnixMilli()), Member: n.ID})
 	}

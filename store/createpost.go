@@ -47,7 +47,7 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	// and the queuing are one script (createAndQueue), the limits before
 	// it in the same round trip.
 	ctx = oneNodeOnly(ctx)
-	keys, argv := w.args(reqKey)
+	keys, keyWords, argv := w.args(reqKey)
 	qKeys, qArgs := s.queuePostArgs(turn)
 	jobsKey := s.keys.jobs(shardOf(turn.ID)).due
 	postAt, homeAt := jobDueAt(argv, jobsKey, jobID(JobPost, turn.ID)), 0
@@ -59,9 +59,7 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	nKeys := len(keys) + len(qKeys)
 	words := make([]any, 0, 3+nKeys+len(argv)+len(qArgs)+5)
 	words = append(words, "evalsha", createAndQueue.Hash(), nKeys)
-	for _, k := range keys {
-		words = append(words, k)
-	}
+	words = append(words, keyWords...)
 	for _, k := range qKeys {
 		words = append(words, k)
 	}
