@@ -1,18 +1,12 @@
 package aah
 
 import (
-	"regexp"
 	"slices"
 	"unicode/utf8"
 )
 
-var (
-	slackGroupPattern = regexp.MustCompile(`^S[A-Z0-9]{2,20}$`)
-	roleNamePattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 _.-]*$`)
-)
-
 // IsSlackGroupID reports whether s looks like a Slack user group id (S…).
-func IsSlackGroupID(s string) bool { return slackGroupPattern.MatchString(s) }
+func IsSlackGroupID(s string) bool { return isUserGroup(s) }
 
 // authorization parses the extensions.slack fields that say who may decide:
 // reviewer_groups, required_roles, quorum, allow_self_approval,
@@ -109,7 +103,7 @@ func (p *parser) roles(n node, r *Request) {
 		role := Role{Name: p.str(rn.field("role"), true)}
 		switch {
 		case role.Name == "":
-		case utf8.RuneCountInString(role.Name) > 40 || !roleNamePattern.MatchString(role.Name):
+		case utf8.RuneCountInString(role.Name) > 40 || !isRoleName(role.Name):
 			p.fail(rn.field("role"), "must be 1 to 40 letters, digits, spaces, '_', '.' or '-', got %q", role.Name)
 		case slices.ContainsFunc(r.Slack.RequiredRoles, func(o Role) bool { return o.Name == role.Name }):
 			p.fail(rn.field("role"), "names role %q twice", role.Name)

@@ -2,24 +2,21 @@ package aah
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 )
 
-// rfc3339Form is the shape of an RFC 3339 date-time (section 5.6): two-digit
-// months, days, hours, minutes, seconds and offset, "." before a fraction.
-// time.Parse alone also takes one-digit hours, a "," before the fraction and
-// offsets such as +24:00; the ranges of the fields are time.Parse's check.
-var rfc3339Form = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])$`)
-
-var dateOnlyForm = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+// The shape of an RFC 3339 date-time (isRFC3339Form: two-digit months,
+// days, hours, minutes, seconds and offset, "." before a fraction) is
+// checked before time.Parse, which alone also takes one-digit hours, a ","
+// before the fraction and offsets such as +24:00; the ranges of the fields
+// are time.Parse's check.
 
 // IsRFC3339 reports whether s is an RFC 3339 date-time with a time zone
 // (2026-02-17T17:00:00Z), written as the RFC writes it and naming a real
 // moment (no February 30th, no hour 24).
 func IsRFC3339(s string) bool {
-	if !rfc3339Form.MatchString(s) {
+	if !isRFC3339Form(s) {
 		return false
 	}
 	_, err := time.Parse(time.RFC3339Nano, s)
@@ -30,7 +27,7 @@ func IsRFC3339(s string) bool {
 // must be at intake: a calendar date (2026-02-17) or an RFC 3339 date-time,
 // without surrounding space.
 func isDateValueForm(s string) bool {
-	if dateOnlyForm.MatchString(s) {
+	if isDateOnlyForm(s) {
 		_, err := time.Parse(DateOnlyLayout, s)
 		return err == nil
 	}

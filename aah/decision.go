@@ -22,29 +22,19 @@ const (
 	DateOnlyLayout = "2006-01-02"
 )
 
-var (
-	requestIDPattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
-	decisionIDPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-	slackChannelPattern = regexp.MustCompile(`^(?:[CGD][A-Z0-9]{2,20}|#?[a-z0-9][a-z0-9_-]{0,79})$`)
-	slackUserPattern    = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
-	userGroupPattern    = regexp.MustCompile(`^S[A-Z0-9]{2,20}$`)
-	channelIDPattern    = regexp.MustCompile(`^[CG][A-Z0-9]{2,20}$`)
-	channelNamePattern  = regexp.MustCompile(`^#[a-z0-9][a-z0-9_-]{0,79}$`)
-)
-
 // ValidRequestID reports whether s can be a request id.
-func ValidRequestID(s string) bool { return requestIDPattern.MatchString(s) }
+func ValidRequestID(s string) bool { return isRequestID(s) }
 
 // IsSlackUserID reports whether s looks like a Slack user id (U… or W…).
-func IsSlackUserID(s string) bool { return slackUserPattern.MatchString(s) }
+func IsSlackUserID(s string) bool { return isSlackUser(s) }
 
 // IsSlackChannelID reports whether s looks like a Slack channel id (C… or
 // G…; not a DM).
-func IsSlackChannelID(s string) bool { return channelIDPattern.MatchString(s) }
+func IsSlackChannelID(s string) bool { return isChannelID(s) }
 
 // IsSlackChannelName reports whether s is a channel given by name
 // ("#approvals").
-func IsSlackChannelName(s string) bool { return channelNamePattern.MatchString(s) }
+func IsSlackChannelName(s string) bool { return isChannelName(s) }
 
 // IsEmail reports whether s is a bare email address (no display name).
 func IsEmail(s string) bool { return looksLikeEmail(s) }
@@ -92,7 +82,7 @@ func (p *parser) decision(n node) (Decision, bool) {
 		Prompt:      p.str(n.field("prompt"), true),
 		Description: p.str(n.field("description"), false),
 	}
-	if d.ID != "" && !decisionIDPattern.MatchString(d.ID) {
+	if d.ID != "" && !isDecisionID(d.ID) {
 		p.fail(n.field("id"), "must be 1-64 characters of letters, digits and _ . - starting with a letter or digit")
 	}
 	typeNode := n.field("type")

@@ -222,7 +222,7 @@ func (p *parser) artifact(n node, r *Request) {
 	r.Artifact.ID = p.str(idNode, false)
 	if id, isString := idNode.v.(string); isString && id == "" {
 		p.fail(idNode, "must not be empty; omit it to have one generated")
-	} else if r.Artifact.ID != "" && !requestIDPattern.MatchString(r.Artifact.ID) {
+	} else if r.Artifact.ID != "" && !isRequestID(r.Artifact.ID) {
 		p.fail(idNode, "must be 1-128 characters of letters, digits and _ . : - starting with a letter or digit")
 	}
 	r.Artifact.Type = p.str(n.field("type"), true)
@@ -367,8 +367,8 @@ const EscalationTargetForms = "a Slack user id (U…/W…), an email address of 
 // when the step runs.
 func ValidEscalationTarget(to string) bool {
 	to = strings.TrimSpace(to)
-	return IsSlackUserID(to) || looksLikeEmail(to) || userGroupPattern.MatchString(to) ||
-		channelIDPattern.MatchString(to) || channelNamePattern.MatchString(to)
+	return IsSlackUserID(to) || looksLikeEmail(to) || isUserGroup(to) ||
+		isChannelID(to) || isChannelName(to)
 }
 
 func (p *parser) handoff(n node, r *Request) {
@@ -403,7 +403,7 @@ func (p *parser) slackHints(n node, r *Request) {
 	}
 	cn := n.field("channel")
 	r.Slack.Channel = p.str(cn, false)
-	if r.Slack.Channel != "" && !slackChannelPattern.MatchString(r.Slack.Channel) {
+	if r.Slack.Channel != "" && !isSlackChannel(r.Slack.Channel) {
 		p.fail(cn, "must be a Slack channel id (C…, G…, D…) or a channel name like #approvals")
 	}
 	if rem := n.field("reminders"); p.object(rem, false) {
@@ -441,7 +441,7 @@ func (p *parser) slackHints(n node, r *Request) {
 		s := p.str(en, true)
 		switch {
 		case s == "":
-		case !slackUserPattern.MatchString(s) && !looksLikeEmail(s):
+		case !isSlackUser(s) && !looksLikeEmail(s):
 			p.fail(en, "must be a Slack user id (U…/W…) or an email address, got %q", s)
 		case seen[s]:
 			p.fail(en, "lists %q twice", s)

@@ -3,7 +3,6 @@ package aah
 import (
 	"encoding/json"
 	"math"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -25,11 +24,9 @@ const (
 	MaxParentArtifacts   = 20  // handoff.parent_artifact_ids
 )
 
-var actionKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,128}$`)
-
 // ValidActionKey reports whether s can be an action key (1-128 characters
 // of letters, digits and _ . : / -).
-func ValidActionKey(s string) bool { return actionKeyPattern.MatchString(s) }
+func ValidActionKey(s string) bool { return isActionKey(s) }
 
 // reviews parses extensions.decisions into each named decision's Review.
 // r.Data must be parsed already: the keys name its decisions. Fields the
