@@ -54,10 +54,15 @@ type auditHasher struct{ key []byte }
 
 func (a auditHasher) sum(e AuditEntry) string {
 	e.Hash = ""
-	payload, _ := json.Marshal(e)
+	var buf [512]byte
+	payload, ok := appendAuditEntry(buf[:0], e) // json.Marshal's bytes, without its reflection
+	if !ok {
+		payload, _ = json.Marshal(e)
+	}
 	h := a.new()
 	h.Write(payload)
-	return hex.EncodeToString(h.Sum(nil))
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
 // hashSuffix is how json.Marshal ends an entry whose Hash is empty (Hash is

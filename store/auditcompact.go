@@ -46,6 +46,9 @@ func encodeRequestEntry(e AuditEntry) string {
 	if raw, err := hex.DecodeString(e.Hash); err == nil && len(raw) > 0 {
 		c.Hash = base64.RawStdEncoding.EncodeToString(raw)
 	}
+	if b, ok := appendCompactEntry(make([]byte, 0, 128+len(c.Hash)), c); ok {
+		return string(b) // json.Marshal's bytes, without its reflection
+	}
 	return mustJSON(c)
 }
 
