@@ -270,7 +270,10 @@ func (w write) args(reqKey string) (keys []string, keyWords, argv []any) {
 	// key is k's index in KEYS, adding it: a write declares ~10-20 keys,
 	// which a linear search finds sooner than a map is built.
 	key := func(word any) int {
-		k, _ := word.(string)
+		k, ok := word.(string)
+		if !ok {
+			panic(fmt.Sprintf("store: a recorded command names a key that is not a string: %T", word))
+		}
 		if k == "" {
 			return 0
 		}

@@ -104,7 +104,10 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 // are ahead of it) has its job, and the request's Home tabs job, written
 // due then in the write's own ZADD: written once, not written due at the
 // arrival and then moved (two skiplist updates in a set as large as the
-// shard's jobs, issue #17).
+// shard's jobs, issue #17). Queued before the write's commands run, the
+// post stays queued should one of them fail (a script is not rolled back):
+// the posts behind it wait for it until the time it was told and a grace,
+// as for a create whose process died before its post ran.
 //
 //	KEYS -> applyWrite's, then takePostTurn's
 //	ARGV -> applyWrite's, then takePostTurn's, then: how many of KEYS and
@@ -190,7 +193,7 @@ func oneNodeOnly(ctx context.Context) context.Context {
 //	ARGV[3] -> when its turn should come, Unix ms
 //	ARGV[4..6] -> the request's Home tabs job ("": none), its due time as
 //	           the create wrote it, and how long after the turn it is due
-//	           instead: moved with the post, as takePostTurn's ARGV[12..14]
+//	           instead: moved with the post, as createAndQueue moves it
 //
 // Returns 1 when the job was moved.
 var deferPost = redis.NewScript(`
@@ -249,8 +252,8 @@ func (s *Store) deferPostArgs(d postDeferral) ([]string, []any) {
 	return []string{s.keys.jobs(shardOf(d.id)).due}, append(args, s.homeDeferralArgs(d.id, d.arrival)...)
 }
 
-// homeDeferralArgs tell a post's deferral (takePostTurn's ARGV[12..14],
-// deferPost's ARGV[4..6]) to move the request's Home tabs job with it: the
+// homeDeferralArgs tell a post's deferral on a Cluster (deferPost's
+// ARGV[4..6]) to move the request's Home tabs job with it: the
 // job's id ("" without HomeJobs), its due time as queueCreate wrote it for
 // a request that arrived at arrival, and homeAfterCreate.
 func (s *Store) homeDeferralArgs(id string, arrival time.Time) []any {

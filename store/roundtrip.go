@@ -41,7 +41,7 @@ const maxSharedRoundTrips = 8
 
 type roundTripCall struct {
 	ctx  context.Context
-	cmds []redis.Cmder
+	cmds []*redis.Cmd
 	// wake gets true once the commands ran (their answers are set), or
 	// false when the caller is to send the next pipeline itself: it was
 	// handed the pipeline slot of one that ended.
@@ -51,8 +51,10 @@ type roundTripCall struct {
 // do sends cmds with rdb, in a pipeline shared with other callers', and
 // returns once each has its answer (read them from the commands). A
 // caller whose ctx ends before its commands are sent has them fail with
-// ctx's error.
-func (r *sharedRoundTrips) do(ctx context.Context, rdb redis.UniversalClient, cmds ...redis.Cmder) {
+// ctx's error. Any command left with neither an answer nor an error (the
+// pipeline failed before Redis answered, in a way that set none: a hook's
+// error) gets the pipeline's error.
+func (r *sharedRoundTrips) do(ctx context.Context, rdb redis.UniversalClient, cmds ...*redis.Cmd) {
 	call := &roundTripCall{ctx: ctx, cmds: cmds}
 	r.mu.Lock()
 	if r.inFlight < r.max {
@@ -80,6 +82,8 @@ func (r *sharedRoundTrips) send(rdb redis.UniversalClient, lead *roundTripCall) 
 	defer func() {
 		// Deferred, so that a panic (recovered by the lead's HTTP
 		// handler) leaves no caller waiting and no slot taken for good.
+		// The callers carried get an error even if Redis ran their
+		// commands: a create retried then is answered as a duplicate.
 		if v := recover(); v != nil {
 			for _, c := range calls[1:] {
 				for _, cmd := range c.cmds {
@@ -110,8 +114,19 @@ func (r *sharedRoundTrips) send(rdb redis.UniversalClient, lead *roundTripCall) 
 	}
 	if len(sent) > 0 {
 		ctx, cancel := sharedContext(lead.ctx, sent)
-		_, _ = pipe.Exec(ctx) // each command's error is its own
-		cancel()
+		defer cancel()
+		// Each command's error is its own. (go-redis sends a pipeline
+		// again after a read timeout: every create it carries then, not
+		// one, finds itself stored, and is answered as a duplicate.)
+		if _, err := pipe.Exec(ctx); err != nil {
+			for _, c := range sent {
+				for _, cmd := range c.cmds {
+					if cmd.Err() == nil && cmd.Val() == nil {
+						cmd.SetErr(err)
+					}
+				}
+			}
+		}
 	}
 }
 

@@ -77,11 +77,11 @@ func TestSharedRoundTripsGatherTheCallersThatWait(t *testing.T) {
 		rdb.AddHook(gate)
 		r := &sharedRoundTrips{max: 1}
 		ctx := context.Background()
-		incr := func(ctx context.Context, who string, by int64) (*redis.IntCmd, *redis.StringCmd) {
-			return redis.NewIntCmd(ctx, "incrby", prefix+who, by), redis.NewStringCmd(ctx, "get", prefix+who)
+		incr := func(ctx context.Context, who string, by int64) (*redis.Cmd, *redis.Cmd) {
+			return redis.NewCmd(ctx, "incrby", prefix+who, by), redis.NewCmd(ctx, "get", prefix+who)
 		}
 		var wg sync.WaitGroup
-		call := func(ctx context.Context, cmds ...redis.Cmder) { wg.Go(func() { r.do(ctx, rdb, cmds...) }) }
+		call := func(ctx context.Context, cmds ...*redis.Cmd) { wg.Go(func() { r.do(ctx, rdb, cmds...) }) }
 
 		aIncr, aGet := incr(ctx, "a", 1)
 		call(ctx, aIncr, aGet)
@@ -110,14 +110,13 @@ func TestSharedRoundTripsGatherTheCallersThatWait(t *testing.T) {
 		wg.Wait()
 
 		for who, c := range map[string]struct {
-			incr *redis.IntCmd
-			get  *redis.StringCmd
-			want int64
+			incr, get *redis.Cmd
+			want      int64
 		}{"a": {aIncr, aGet, 1}, "b": {bIncr, bGet, 2}, "d": {dIncr, dGet, 4}} {
-			if n, err := c.incr.Result(); err != nil || n != c.want {
+			if n, err := c.incr.Int64(); err != nil || n != c.want {
 				t.Errorf("%s: INCRBY answered %d, %v; want %d", who, n, err, c.want)
 			}
-			if v, err := c.get.Result(); err != nil || v != fmt.Sprint(c.want) {
+			if v, err := c.get.Text(); err != nil || v != fmt.Sprint(c.want) {
 				t.Errorf("%s: GET answered %q, %v; want %d", who, v, err, c.want)
 			}
 		}
@@ -145,13 +144,13 @@ func TestSharedRoundTripsUnderConcurrency(t *testing.T) {
 		for i := range callers {
 			wg.Go(func() {
 				key := fmt.Sprintf("%s%d", prefix, i)
-				set := redis.NewStatusCmd(ctx, "set", key, i)
-				incr := redis.NewIntCmd(ctx, "incrby", key, i)
+				set := redis.NewCmd(ctx, "set", key, i)
+				incr := redis.NewCmd(ctx, "incrby", key, i)
 				r.do(ctx, rdb, set, incr)
 				if err := set.Err(); err != nil {
 					t.Errorf("caller %d: SET: %v", i, err)
 				}
-				if n, err := incr.Result(); err != nil || n != int64(2*i) {
+				if n, err := incr.Int64(); err != nil || n != int64(2*i) {
 					t.Errorf("caller %d: INCRBY after its SET answered %d, %v; want %d", i, n, err, 2*i)
 				}
 			})
@@ -192,7 +191,7 @@ func TestSharedRoundTripsSurviveAPanic(t *testing.T) {
 		rdb.AddHook(gate)
 		r := &sharedRoundTrips{max: 1}
 		ctx := context.Background()
-		incr := func(key string) *redis.IntCmd { return redis.NewIntCmd(ctx, "incrby", prefix+key, 1) }
+		incr := func(key string) *redis.Cmd { return redis.NewCmd(ctx, "incrby", prefix+key, 1) }
 		var wg sync.WaitGroup
 		first := incr("a")
 		wg.Go(func() { r.do(ctx, rdb, first) })
@@ -209,7 +208,7 @@ func TestSharedRoundTripsSurviveAPanic(t *testing.T) {
 		r.waitForWaiting(2)
 		gate.release <- struct{}{}
 		wg.Wait()
-		if n, err := first.Result(); err != nil || n != 1 {
+		if n, err := first.Int64(); err != nil || n != 1 {
 			t.Errorf("the first call: %d, %v; want 1", n, err)
 		}
 		if v := <-panicked; v == nil {
@@ -220,8 +219,42 @@ func TestSharedRoundTripsSurviveAPanic(t *testing.T) {
 		}
 		after := incr("d")
 		r.do(ctx, rdb, after)
-		if n, err := after.Result(); err != nil || n != 1 {
+		if n, err := after.Int64(); err != nil || n != 1 {
 			t.Errorf("a call after the panic: %d, %v; want 1", n, err)
+		}
+	})
+}
+
+// failingPipelines fails every pipeline of the test's commands before
+// sending it, setting no command's error (as a hook may).
+type failingPipelines struct{ err error }
+
+func (f failingPipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (f failingPipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (f failingPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && cmds[0].Name() == "incrby" {
+			return f.err
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A pipeline that fails without setting its commands' errors leaves none
+// of them looking answered: each gets the pipeline's error.
+func TestSharedRoundTripsGiveThePipelinesError(t *testing.T) {
+	t.Parallel()
+	onEachRoundTripBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		failed := errors.New("hook: refused")
+		rdb.AddHook(failingPipelines{err: failed})
+		r := &sharedRoundTrips{max: 1}
+		ctx := context.Background()
+		a, b := redis.NewCmd(ctx, "incrby", prefix+"a", 1), redis.NewCmd(ctx, "get", prefix+"a")
+		r.do(ctx, rdb, a, b)
+		for _, c := range []*redis.Cmd{a, b} {
+			if !errors.Is(c.Err(), failed) {
+				t.Errorf("%s: %v, want the pipeline's error", c.Name(), c.Err())
+			}
 		}
 	})
 }
