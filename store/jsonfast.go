@@ -44,18 +44,11 @@ func jsonStrings(list []string) string {
 // script numbers by replacing its leading `{"seq":0`. Entries are in UTC;
 // any other time (or an odd id) goes through json.Marshal.
 func pendingGlobalEntry(at time.Time, id, entryHash string) string {
-	if !jsonPlain(id) || !jsonPlain(entryHash) || entryHash == "" || at.Location() != time.UTC || at.Year() < 0 || at.Year() > 9999 {
-		return mustJSON(AuditEntry{At: at, RequestID: id, EntryHash: entryHash})
+	e := AuditEntry{At: at, RequestID: id, EntryHash: entryHash}
+	if b, ok := appendAuditEntry(make([]byte, 0, 64+len(time.RFC3339Nano)+len(id)+len(entryHash)), e); ok {
+		return string(b)
 	}
-	b := make([]byte, 0, 64+len(time.RFC3339Nano)+len(id)+len(entryHash))
-	b = append(b, `{"seq":0,"at":"`...)
-	b = at.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","request_id":"`...)
-	b = append(b, id...)
-	b = append(b, `","entry_hash":"`...)
-	b = append(b, entryHash...)
-	b = append(b, `","prev":"","hash":""}`...)
-	return string(b)
+	return mustJSON(e)
 }
 
 // jsonPlain reports whether json.Marshal writes s as it is, between quotes:

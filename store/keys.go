@@ -107,16 +107,15 @@ const Shards = 16
 // <p> is the configurable prefix (default "ab"); sNN is the shard, 00..15.
 type keys struct {
 	prefix string
-	// slots are the shards' key prefixes ("<p>:{sNN}"), formatted once:
-	// every key of a request starts with one.
-	slots *[Shards]string
-	// shards are each shard's own keys, formatted once too: a create
-	// names a dozen of them (each formatted anew was an allocation).
+	// shards are each shard's key prefix and own keys, formatted once: a
+	// create names a dozen of them (each formatted anew was an allocation).
 	shards *[Shards]shardKeys
 }
 
-// shardKeys are the keys of one shard that name no request, agent or user.
+// shardKeys are one shard's key prefix ("<p>:{sNN}", which every key of a
+// request starts with) and its keys that name no request, agent or user.
 type shardKeys struct {
+	slot                                                 string
 	jobs                                                 jobKeys
 	open, unnamed, deadline, events, retention           string
 	audit, auditHead, auditBase, auditExported, auditSeq string
@@ -125,11 +124,11 @@ type shardKeys struct {
 }
 
 func newKeys(prefix string) keys {
-	k := keys{prefix: prefix, slots: new([Shards]string), shards: new([Shards]shardKeys)}
+	k := keys{prefix: prefix, shards: new([Shards]shardKeys)}
 	for shard := range Shards {
 		s := fmt.Sprintf("%s:{s%02d}", prefix, shard)
-		k.slots[shard] = s
 		sk := shardKeys{
+			slot: s,
 			jobs: jobKeys{
 				due:      s + ":jobs:due",
 				inflight: s + ":jobs:inflight",
@@ -173,7 +172,7 @@ func shardOf(requestID string) int {
 	return int(^crc % Shards)
 }
 
-func (k keys) slot(shard int) string { return k.slots[shard] }
+func (k keys) slot(shard int) string { return k.shards[shard].slot }
 
 func (k keys) request(id string) string { return k.slot(shardOf(id)) + ":req:" + id }
 
