@@ -99,14 +99,21 @@ if ARGV[8] == '2' then
   if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[9]) then redis.call('PEXPIRE', KEYS[2], ARGV[9]) end
   return {2, 0, added}
 end
-local head
-for _ = 1, 100 do
-  head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-  if head[1] == id then break end
-  local back = tonumber(redis.call('HGET', KEYS[1], 'w:' .. head[1]) or head[2])
-  if back + grace > now then break end
-  redis.call('ZREM', KEYS[2], head[1])
-  redis.call('HDEL', KEYS[1], 'w:' .. head[1])
+local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+-- A head past the time it was told and a grace stopped waiting: the posts
+-- that ask for their turn drop it, intake (asking only) does not. Counted
+-- ahead of a new post, it makes intake tell that post a turn an interval
+-- or two late (its job, asking then, drops the head and goes): rare (the
+-- head's job was lost), where the call saved is every request's.
+if not askOnly then
+  for _ = 1, 100 do
+    if head[1] == id then break end
+    local back = tonumber(redis.call('HGET', KEYS[1], 'w:' .. head[1]) or head[2])
+    if back + grace > now then break end
+    redis.call('ZREM', KEYS[2], head[1])
+    redis.call('HDEL', KEYS[1], 'w:' .. head[1])
+    head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  end
 end
 local st = redis.call('HMGET', KEYS[1], 't', 'h', 'p', 'pu', 'c')
 local slot = math.max(tonumber(st[1] or '0') + iv, tonumber(st[2] or '0'))
@@ -121,12 +128,23 @@ local rank = redis.call('ZRANK', KEYS[2], id)
 local waiting
 if askOnly then waiting = rank + 1 else waiting = redis.call('ZCARD', KEYS[2]) end
 local ttl = math.ceil(math.max(slot - now, 0) + (waiting + 1) * iv + 2 * grace + 60000)
-if askOnly then ttl = math.max(ttl, tonumber(ARGV[9]), redis.call('PTTL', KEYS[2])) end
-redis.call('PEXPIRE', KEYS[2], ttl)
+-- expire sets a key's TTL; asking only, it never shortens the TTL the key
+-- had (GT: one call where PTTL and PEXPIRE were two, as the TTL a new post
+-- asks for is nearly always the longer; GT leaves a key without a TTL as
+-- it is, so one just created is given its TTL by a second call).
+local function expire(key)
+  if not askOnly then
+    redis.call('PEXPIRE', key, ttl)
+  elseif redis.call('PEXPIRE', key, ttl, 'GT') == 0 and redis.call('PTTL', key) == -1 then
+    redis.call('PEXPIRE', key, ttl)
+  end
+end
+if askOnly then ttl = math.max(ttl, tonumber(ARGV[9])) end
+expire(KEYS[2])
 -- goesNext: first in the queue, nobody holding the turn, the slot within a lead.
 local goesNext = rank == 0 and not busy and slot <= now + lead
 if askOnly and goesNext then
-  redis.call('PEXPIRE', KEYS[1], ttl)
+  expire(KEYS[1])
   return {2, 0, added}
 end
 if goesNext and ready <= now then
@@ -169,7 +187,7 @@ if askOnly then at = at + math.min((rank + (busy and 1 or 0)) * per, grace) end
 redis.call('HSET', KEYS[1], 'w:' .. id, string.format('%.3f', at))
 -- The hash's TTL is set once its last write is done (each way out above
 -- sets it too): the HSET may have created it.
-redis.call('PEXPIRE', KEYS[1], ttl)
+expire(KEYS[1])
 local back = at - lead / 2
 if goesNext then back = ready end
 local wait = math.max(math.ceil(back - now), 1)

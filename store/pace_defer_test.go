@@ -309,3 +309,44 @@ func pacedOnEachBackend(t *testing.T, test func(t *testing.T, b backend, f fixtu
 		})
 	}
 }
+
+// Intake's queuing gives a channel's new queue a TTL, and never shortens
+// the TTL its keys had (PEXPIRE GT, where it read PTTL first): a queue
+// whose TTL shrank could expire with posts still waiting in it.
+func TestIntakeQueuingNeverShortensTheQueuesLife(t *testing.T) {
+	pacedOnEachBackend(t, func(t *testing.T, b backend, f fixture) {
+		rdb := f.s.Client()
+		hash := f.s.Prefix() + ":pace:{C0APPROVALS}"
+		queue := hash + ":q"
+		ttl := func(key string) time.Duration {
+			t.Helper()
+			d, err := rdb.PTTL(f.ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		f.clk.Set(t0)
+		f.mustCreate(t, newReq("l-1", "pm"))
+		if d := ttl(queue); d <= 0 {
+			t.Fatalf("a new queue's TTL is %v, want one", d)
+		}
+		if err := rdb.PExpire(f.ctx, queue, 10*time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+		f.mustCreate(t, newReq("l-2", "pm")) // behind l-1: told its turn, in the hash
+		if d := ttl(queue); d < 9*time.Hour {
+			t.Errorf("the queue's TTL went from 10h to %v", d)
+		}
+		if d := ttl(hash); d <= 0 {
+			t.Fatalf("the channel's hash has TTL %v, want one", d)
+		}
+		if err := rdb.PExpire(f.ctx, hash, 10*time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+		f.mustCreate(t, newReq("l-3", "pm"))
+		if d := ttl(hash); d < 9*time.Hour {
+			t.Errorf("the channel's hash TTL went from 10h to %v", d)
+		}
+	})
+}
