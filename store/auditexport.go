@@ -96,14 +96,14 @@ func (s *Store) ExportAudit(ctx context.Context, w io.Writer, since, until time.
 // Export writes every audit chain to w as NDJSON (see ExportLine): each
 // shard's global chain (with the standalone intake_refused entries, from
 // its base when retention trimmed it) and every request chain it
-// references or its status indexes hold. since and until (zero: unbounded)
+// references or the shard's indexes hold (eachRequest). since and until (zero: unbounded)
 // restrict it to entries whose time is within them; a chain is then cut to
 // the contiguous run from its first entry at or after since to its last at
 // or before until, so its links stay checkable even if clocks disagreed.
 //
 // There is no index of audit chains to read, and no SCAN: each shard's
 // global chain references every request entry of the shard still in it, so
-// it is the list of request chains, completed by the status indexes. It is
+// it is the list of request chains, completed by the shard's indexes. It is
 // read a page at a time up to the head read first (entries past it are
 // newer than the export); each request chain is read whole, with its head,
 // in one transaction. The ids of one shard's exported requests are the only
@@ -169,7 +169,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer, since, until time.Time)
 			seen[id] = true
 		}
 		// Requests whose global entries retention trimmed are in no
-		// global entry: the status indexes name them.
+		// global entry: the shard's indexes name them.
 		err = s.eachRequest(ctx, shard, func(id string) error {
 			if !seen[id] {
 				seen[id] = true

@@ -29,7 +29,7 @@ type VerifyReport struct {
 // VerifyAll verifies every shard's global chain (from its base, when
 // retention trimmed its front) and every request chain, and that each
 // global entry matches the request entry it names. Request chains are found
-// through the global chain and through the status indexes (a request whose
+// through the global chain and through the shard's indexes (a request whose
 // global entries were all trimmed is still checked). A global entry may
 // name a request that is gone only when the export mark covers it (the
 // retention sweep deleted it), and entries before a request's first global
@@ -162,10 +162,17 @@ func (s *Store) readShardChain(ctx context.Context, shard int) (shardChain, erro
 }
 
 // eachRequest calls fn with the id of every request of a shard, as its
-// status indexes hold them, a page at a time.
+// indexes hold them, a page at a time: the open ones (idx:open, as pending
+// requests have no status index), then the closed ones by status. A
+// request that closes meanwhile may be named twice.
 func (s *Store) eachRequest(ctx context.Context, shard int, fn func(string) error) error {
+	keys := []string{s.keys.openIndex(shard)}
 	for _, st := range aah.Statuses {
-		key := s.keys.statusIndex(shard, st)
+		if !st.Open() {
+			keys = append(keys, s.keys.statusIndex(shard, st))
+		}
+	}
+	for _, key := range keys {
 		for start := int64(0); ; start += exportPage {
 			ids, err := s.rdb.ZRange(ctx, key, start, start+exportPage-1).Result()
 			if err != nil {

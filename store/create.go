@@ -250,7 +250,8 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	if n.Events != nil && n.Events.URL != "" {
 		rec.Events = EventsState{URL: n.Events.URL, Types: nilIfEmpty(n.Events.Types)}
 	}
-	idxs := []string{s.keys.statusIndex(shard, aah.StatusPending), s.keys.agentIndex(shard, n.Agent, ""),
+	// No status index: the pending are found in idx:open (keys.go).
+	idxs := []string{s.keys.agentIndex(shard, n.Agent, ""),
 		s.keys.agentIndex(shard, n.Agent, aah.StatusPending), s.keys.openIndex(shard),
 		s.keys.channelIndex(shard, n.Channel)}
 	for _, u := range reviewers {

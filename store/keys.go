@@ -23,7 +23,9 @@ const Shards = 16
 //	                                           holds the document in requests stored before the doc key.
 //	<p>:{sNN}:doc:<id>                 string  the request's document as stored (compressed: doccodec.go),
 //	                                           written once by its create (fields.go: storedDocument)
-//	<p>:{sNN}:idx:status:<status>      zset    request ids by status, score = received ms
+//	<p>:{sNN}:idx:status:<status>      zset    request ids by status, score = received ms; none for pending
+//	                                           (idx:open holds the pending ones, with partial and escalated:
+//	                                           one sorted-set insert fewer per create, issue #17)
 //	<p>:{sNN}:idx:agent:<agent>:all    zset    an agent's request ids, score = received ms
 //	<p>:{sNN}:idx:agent:<agent>:<st>   zset    an agent's request ids in one status
 //	<p>:{sNN}:idx:open                 zset    open request ids (pending, partial, escalated), score = received ms

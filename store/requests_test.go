@@ -10,6 +10,7 @@ import (
 
 	"github.com/approvalbot/approvalbot/aah"
 	"github.com/approvalbot/approvalbot/store"
+	"github.com/redis/go-redis/v9"
 )
 
 // post plays the worker that posts id's message: it claims the post job,
@@ -64,6 +65,34 @@ func testWithdraw(t *testing.T, newStore backend) {
 		f.wantDepth(t, store.QueueDepth{})
 		if jobs := f.claimAll(t); len(jobs) != 0 {
 			t.Errorf("jobs after withdrawing an unposted request = %q; want none", jobIDs(jobs))
+		}
+	})
+
+	// Pending requests have no status index (idx:open holds them): one
+	// sorted-set insert fewer per create. One stored before that, in
+	// idx:status:pending, leaves it with its first change of status.
+	t.Run("pending: in idx:open, in no status index; leaves an old one", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, newStore)
+		n := newReq("req-wd-idx", "agent-a")
+		f.mustCreate(t, n)
+		rdb := f.s.Client()
+		slot := fmt.Sprintf("%s:{s%02d}", f.s.Prefix(), shardOf(n.ID))
+		if c := rdb.Exists(f.ctx, slot+":idx:status:pending").Val(); c != 0 {
+			t.Errorf("a create wrote idx:status:pending")
+		}
+		if _, err := rdb.ZScore(f.ctx, slot+":idx:open", n.ID).Result(); err != nil {
+			t.Errorf("idx:open does not hold the new request: %v", err)
+		}
+		if err := rdb.ZAdd(f.ctx, slot+":idx:status:pending", redis.Z{Score: 1, Member: n.ID}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		f.mustWithdraw(t, n.ID)
+		if _, err := rdb.ZScore(f.ctx, slot+":idx:status:pending", n.ID).Result(); !errors.Is(err, redis.Nil) {
+			t.Errorf("withdrawn, still in idx:status:pending (%v)", err)
+		}
+		if _, err := rdb.ZScore(f.ctx, slot+":idx:status:withdrawn", n.ID).Result(); err != nil {
+			t.Errorf("withdrawn, not in idx:status:withdrawn: %v", err)
 		}
 	})
 

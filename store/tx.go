@@ -250,8 +250,12 @@ func (s *Store) queueChange(ctx context.Context, p redis.Pipeliner, rec Record, 
 	if ch.Status != "" && ch.Status != rec.Status {
 		fields = append(fields, "status", string(ch.Status))
 		score := float64(rec.ReceivedAt.UnixMilli())
+		// Pending requests have no status index (keys.go); one stored
+		// before that change is still in idx:status:pending, and leaves it.
 		p.ZRem(ctx, s.keys.statusIndex(shard, rec.Status), rec.ID)
-		p.ZAdd(ctx, s.keys.statusIndex(shard, ch.Status), redis.Z{Score: score, Member: rec.ID})
+		if ch.Status != aah.StatusPending {
+			p.ZAdd(ctx, s.keys.statusIndex(shard, ch.Status), redis.Z{Score: score, Member: rec.ID})
+		}
 		p.ZRem(ctx, s.keys.agentIndex(shard, rec.Agent, rec.Status), rec.ID)
 		p.ZAdd(ctx, s.keys.agentIndex(shard, rec.Agent, ch.Status), redis.Z{Score: score, Member: rec.ID})
 	}
