@@ -102,9 +102,11 @@ end
 local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
 -- A head past the time it was told and a grace stopped waiting: the posts
 -- that ask for their turn drop it, intake (asking only) does not. Counted
--- ahead of a new post, it makes intake tell that post a turn an interval
--- or two late (its job, asking then, drops the head and goes): rare (the
--- head's job was lost), where the call saved is every request's.
+-- ahead of a new post, k such heads make intake tell that post a turn
+-- about 2k posts' time late (k per, and as much again up to a grace: see
+-- at below), where it could have gone at once; its job, asking then, drops
+-- them and goes. Rare (each such head's job was lost), where the call
+-- saved is every request's.
 if not askOnly then
   for _ = 1, 100 do
     if head[1] == id then break end
@@ -129,15 +131,19 @@ local waiting
 if askOnly then waiting = rank + 1 else waiting = redis.call('ZCARD', KEYS[2]) end
 local ttl = math.ceil(math.max(slot - now, 0) + (waiting + 1) * iv + 2 * grace + 60000)
 -- expire sets a key's TTL; asking only, it never shortens the TTL the key
--- had (GT: one call where PTTL and PEXPIRE were two, as the TTL a new post
--- asks for is nearly always the longer; GT leaves a key without a TTL as
--- it is, so one just created is given its TTL by a second call).
+-- had: PEXPIRE GT, one call where PTTL and PEXPIRE were two, as the TTL a
+-- new post asks for is nearly always the longer. GT leaves a key without a
+-- TTL (one just created) as it is, and Redis before 7.0 refuses it (6.2 is
+-- supported: docs/deploy.md): then PTTL says what to do.
 local function expire(key)
   if not askOnly then
     redis.call('PEXPIRE', key, ttl)
-  elseif redis.call('PEXPIRE', key, ttl, 'GT') == 0 and redis.call('PTTL', key) == -1 then
-    redis.call('PEXPIRE', key, ttl)
+    return
   end
+  local set = redis.pcall('PEXPIRE', key, ttl, 'GT')
+  if set == 1 then return end
+  local cur = redis.call('PTTL', key)
+  if cur == -1 or (set ~= 0 and cur >= 0 and cur < ttl) then redis.call('PEXPIRE', key, ttl) end
 end
 if askOnly then ttl = math.max(ttl, tonumber(ARGV[9])) end
 expire(KEYS[2])
