@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,6 +170,52 @@ func TestCreatePastItsDeadlineReportsItsReservation(t *testing.T) {
 			}
 			if got := counted(t, f, "pm"); slices.Contains(got, "late-1") {
 				t.Errorf("counted after the slot was settled = %v: late-1 still holds one", got)
+			}
+		})
+	}
+}
+
+// A create that fails as it writes (here a key of the wrong type) after its
+// agent's limits admitted it still reports what the limits took, as they
+// took it: the caller settles that slot, and the limits are not applied a
+// second time (one more token taken for it, not two).
+func TestCreateFailingAfterItsAdmissionReportsItsLimits(t *testing.T) {
+	t.Parallel()
+	for name, b := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if name == "redis" && redistest.Cluster() {
+				t.Skip("on a Cluster the limits are applied before the create, by a call of their own")
+			}
+			f := newFixture(t, b)
+			rate := store.Rate{Count: 3, Per: time.Hour, Burst: 3}
+			// Applied once on their own first: the count is seeded, and
+			// their script loaded (a create whose limits' script Redis
+			// did not have is refused and admitted again: TestCreateAdmitted).
+			_, warm, err := f.s.Admit(f.ctx, "pm", "warm-up", rate, 5, testLease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.s.SettleOpen(f.ctx, warm); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.s.Client().Set(f.ctx, f.s.RequestAuditKey("broken-1"), "not a list", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			adm := &store.Admission{Agent: "pm", Rate: rate, MaxOpen: 5, Lease: testLease}
+			_, created, err := f.s.Create(store.AdmitOnCreate(f.ctx, adm), newReq("broken-1", "pm"))
+			if err == nil || created || !strings.Contains(err.Error(), "WRONGTYPE") {
+				t.Fatalf("a create whose write fails: created %v, err %v; want the WRONGTYPE error", created, err)
+			}
+			if !adm.Decided || !adm.Decision.Allowed || adm.Decision.Remaining != 1 || !adm.Slot.Reserved {
+				t.Fatalf("its admission: decided %v, decision %+v, slot %+v; want one more token taken (1 left) and a slot reserved",
+					adm.Decided, adm.Decision, adm.Slot)
+			}
+			if err := f.s.SettleOpen(f.ctx, adm.Slot); err != nil {
+				t.Fatal(err)
+			}
+			if got := counted(t, f, "pm"); slices.Contains(got, "broken-1") {
+				t.Errorf("counted after the slot was settled = %v: broken-1 still holds one", got)
 			}
 		})
 	}

@@ -83,3 +83,7 @@ func (s *Store) DeleteDocumentForTest(ctx context.Context, id string) error {
 // DocS2 is the leading byte of a document stored as an S2 block, what
 // every create writes (doccodec.go).
 const DocS2 = docS2
+
+// RequestAuditKey is the key of request id's audit chain, for a test that
+// makes a create's write fail part-way (a key of the wrong type).
+func (s *Store) RequestAuditKey(id string) string { return s.keys.auditRequest(id) }
