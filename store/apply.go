@@ -129,7 +129,7 @@ local function globalAudit(a, last)
   -- (never kept yet, or evicted), INCRBY starts it at this write's count:
   -- the sum is taken then and the counter set to follow it.
   local n = math.max(last - (a + 6) + 1, 0)
-  local seq = redis.call('INCRBY', counter, n) - n
+  local seq = redis.call('INCRBY', counter, string.format('%d', n)) - n
   if seq == 0 then
     local sum = tonumber(string.match(redis.call('GET', base) or '', '^%d+') or '0')
       + redis.call('LLEN', chain) + redis.call('LLEN', pending)
@@ -142,14 +142,14 @@ local function globalAudit(a, last)
   local entries = {}
   for j = a + 6, last do
     seq = seq + 1
-    entries[#entries + 1] = '{"seq":' .. seq .. string.sub(ARGV[j], 9)
+    entries[#entries + 1] = string.format('{"seq":%d', seq) .. string.sub(ARGV[j], 9)
   end
   if #entries > 0 then redis.call('RPUSH', pending, unpack(entries)) end
   if req == '' then return end
   if ARGV[a + 5] == '1' and #entries > 0 then
-    stash = {req, 'audit_gseq0', first, 'audit_gseq', seq}
+    stash = {req, 'audit_gseq0', string.format('%d', first), 'audit_gseq', string.format('%d', seq)}
   else
-    stash = {req, 'audit_gseq', seq}
+    stash = {req, 'audit_gseq', string.format('%d', seq)}
   end
 end
 

@@ -137,8 +137,8 @@ local function beforeCommands()
   queued = q
   if q[1] == 0 and postAt > 0 then
     local due = tonumber(ta[1]) + q[2]
-    ARGV[postAt] = due
-    if homeAt > 0 then ARGV[homeAt] = due + homeAfter end
+    ARGV[postAt] = string.format('%d', due)
+    if homeAt > 0 then ARGV[homeAt] = string.format('%d', due + homeAfter) end
   end
 end
 local function write()
@@ -146,7 +146,7 @@ local function write()
 end
 local res = write()
 if res[1] ~= 'ok' or not queued then return res end
-return {res[1], res[2], tostring(queued[1]), tostring(queued[2]), tostring(queued[3])}
+return {res[1], res[2], string.format('%d', queued[1]), string.format('%d', queued[2]), string.format('%d', queued[3])}
 `)
 
 // jobDueAt is the index in applyWrite's ARGV (Lua's, from 1) of the due

@@ -99,7 +99,7 @@ if ARGV[8] == '2' then
   if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[9]) then redis.call('PEXPIRE', KEYS[2], ARGV[9]) end
   return {2, 0, added}
 end
-local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+local head = redis.call('ZRANGE', KEYS[2], '0', '0', 'WITHSCORES')
 -- A head past the time it was told and a grace stopped waiting: the posts
 -- that ask for their turn drop it, intake (asking only) does not. Counted
 -- ahead of a new post, k such heads make intake tell that post a turn
@@ -114,7 +114,7 @@ if not askOnly then
     if back + grace > now then break end
     redis.call('ZREM', KEYS[2], head[1])
     redis.call('HDEL', KEYS[1], 'w:' .. head[1])
-    head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+    head = redis.call('ZRANGE', KEYS[2], '0', '0', 'WITHSCORES')
   end
 end
 local st = redis.call('HMGET', KEYS[1], 't', 'h', 'p', 'pu', 'c')
@@ -135,17 +135,21 @@ local ttl = math.ceil(math.max(slot - now, 0) + (waiting + 1) * iv + 2 * grace +
 -- new post asks for is nearly always the longer. GT leaves a key without a
 -- TTL (one just created) as it is, and Redis before 7.0 refuses it (6.2 is
 -- supported: docs/deploy.md): then PTTL says what to do.
+local ttlArg
 local function expire(key)
   if not askOnly then
-    redis.call('PEXPIRE', key, ttl)
+    redis.call('PEXPIRE', key, ttlArg)
     return
   end
-  local set = redis.pcall('PEXPIRE', key, ttl, 'GT')
+  local set = redis.pcall('PEXPIRE', key, ttlArg, 'GT')
   if set == 1 then return end
   local cur = redis.call('PTTL', key)
-  if cur == -1 or (set ~= 0 and cur >= 0 and cur < ttl) then redis.call('PEXPIRE', key, ttl) end
+  if cur == -1 or (set ~= 0 and cur >= 0 and cur < ttl) then redis.call('PEXPIRE', key, ttlArg) end
 end
 if askOnly then ttl = math.max(ttl, tonumber(ARGV[9])) end
+-- Numbers go to Redis as strings made here: a Lua number passed to
+-- redis.call is written with %.17g, several times the cost of %d.
+ttlArg = string.format('%d', ttl)
 expire(KEYS[2])
 -- goesNext: first in the queue, nobody holding the turn, the slot within a lead.
 local goesNext = rank == 0 and not busy and slot <= now + lead
@@ -161,7 +165,7 @@ if goesNext and ready <= now then
   -- (the channel is busy): its end measures what a post takes here
   -- (endPostTurn's c).
   redis.call('HSET', KEYS[1], 'p', id, 'pu', string.format('%.3f', at), 'b', (tonumber(ARGV[4]) < tonumber(st[1] or '0')) and '1' or '0')
-  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('PEXPIRE', KEYS[1], ttlArg)
   return {1, math.ceil(at - now), added}
 end
 -- The holder's slot plus an interval is the earliest the next one can go
