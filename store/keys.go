@@ -84,8 +84,9 @@ const Shards = 16
 //	                                           post holds the turn, pu = its slot (ms), b = "1" when that post
 //	                                           arrived before the last turn ended, c = the time between the last
 //	                                           two turns' ends in a busy channel (ms), w:<request id> = the earliest
-//	                                           that waiting post's turn can come (ms); its own hash tag, one slot
-//	                                           per channel
+//	                                           that waiting post's turn can come (ms), x = a time until which this
+//	                                           hash and the queue are known to live (ms: takePostTurn); its own
+//	                                           hash tag, one slot per channel
 //	<p>:pace:{<channel>}:q             zset    the channel's waiting posts, FIFO: request id -> arrival (ms, with
 //	                                           a fraction: intake's microseconds)
 //	<p>:rate:{<agent>}                 hash    the agent's intake token bucket (INTAKE_RATE): level and when, in

@@ -69,7 +69,7 @@ type Pacing struct {
 // gives it its turn when it is at the head, no other post holds the turn,
 // the channel's next slot is at most a lead away, and the head has settled.
 //
-//	KEYS[1] -> <p>:pace:{<channel>}     hash: t, h, p, pu, c, w:<id> (keys.go)
+//	KEYS[1] -> <p>:pace:{<channel>}     hash: t, h, p, pu, c, x, w:<id> (keys.go)
 //	KEYS[2] -> <p>:pace:{<channel>}:q   zset: id -> arrival ms
 //	ARGV[1] -> now, Unix ms
 //	ARGV[2] -> interval, ms
@@ -117,7 +117,7 @@ if not askOnly then
     head = redis.call('ZRANGE', KEYS[2], '0', '0', 'WITHSCORES')
   end
 end
-local st = redis.call('HMGET', KEYS[1], 't', 'h', 'p', 'pu', 'c')
+local st = redis.call('HMGET', KEYS[1], 't', 'h', 'p', 'pu', 'c', 'x')
 local slot = math.max(tonumber(st[1] or '0') + iv, tonumber(st[2] or '0'))
 local busy = st[3] and tonumber(st[4]) + grace > now
 if st[3] and not busy then redis.call('HDEL', KEYS[1], 'p', 'pu') end
@@ -146,14 +146,30 @@ local function expire(key)
   local cur = redis.call('PTTL', key)
   if cur == -1 or (set ~= 0 and cur >= 0 and cur < ttl) then redis.call('PEXPIRE', key, ttlArg) end
 end
-if askOnly then ttl = math.max(ttl, tonumber(ARGV[9])) end
+-- x is a time until which both keys are known to live: every TTL this
+-- script sets is recorded there with it (endPostTurn and holdPace only
+-- lengthen the hash's, and give the queue the hash's). Asked at intake, the
+-- TTLs are set only when x falls short of what this post needs, or the
+-- queue is new (this post is its head: an emptied queue is deleted, and
+-- made again without a TTL), and then with renewSpare more, so that the
+-- posts queued after it need no call of their own (issue #17: two calls of
+-- every create's).
+local renew = true
+if askOnly then
+  ttl = math.max(ttl, tonumber(ARGV[9]))
+  renew = rank == 0 or tonumber(st[6] or '0') < now + ttl
+  if renew then ttl = ttl + ` + renewSpareMs + ` end
+end
 -- Numbers go to Redis as strings made here: a Lua number passed to
 -- redis.call is written with %.17g, several times the cost of %d.
 ttlArg = string.format('%d', ttl)
-expire(KEYS[2])
+local lastsUntil = string.format('%d', now + ttl)
+if renew then expire(KEYS[2]) end
 -- goesNext: first in the queue, nobody holding the turn, the slot within a lead.
 local goesNext = rank == 0 and not busy and slot <= now + lead
 if askOnly and goesNext then
+  -- (renew: rank 0. x is left as it was: both TTLs only grew, and the
+  -- posts queued behind this one record theirs.)
   expire(KEYS[1])
   return {2, 0, added}
 end
@@ -164,7 +180,7 @@ if goesNext and ready <= now then
   -- b: the post arrived before the last turn ended, so it waited for it
   -- (the channel is busy): its end measures what a post takes here
   -- (endPostTurn's c).
-  redis.call('HSET', KEYS[1], 'p', id, 'pu', string.format('%.3f', at), 'b', (tonumber(ARGV[4]) < tonumber(st[1] or '0')) and '1' or '0')
+  redis.call('HSET', KEYS[1], 'p', id, 'pu', string.format('%.3f', at), 'b', (tonumber(ARGV[4]) < tonumber(st[1] or '0')) and '1' or '0', 'x', lastsUntil)
   redis.call('PEXPIRE', KEYS[1], ttlArg)
   return {1, math.ceil(at - now), added}
 end
@@ -194,10 +210,14 @@ local at = math.max(slot, now, ready) + rank * per
 -- afford one. At most a grace later: a post whose create failed never
 -- comes, and the others wait for it until the time it was told and a grace.
 if askOnly then at = at + math.min((rank + (busy and 1 or 0)) * per, grace) end
-redis.call('HSET', KEYS[1], 'w:' .. id, string.format('%.3f', at))
 -- The hash's TTL is set once its last write is done (each way out above
--- sets it too): the HSET may have created it.
-expire(KEYS[1])
+-- sets it too): the HSET may have created it (then x was missing: renew).
+if renew then
+  redis.call('HSET', KEYS[1], 'w:' .. id, string.format('%.3f', at), 'x', lastsUntil)
+  expire(KEYS[1])
+else
+  redis.call('HSET', KEYS[1], 'w:' .. id, string.format('%.3f', at))
+end
 local back = at - lead / 2
 if goesNext then back = ready end
 local wait = math.max(math.ceil(back - now), 1)
@@ -251,6 +271,12 @@ return redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
 // queueTTL is the least time a channel's queue outlives its last queuing
 // (takePostTurn keeps it as long as its posts need).
 const queueTTL = time.Hour
+
+// renewSpareMs is how much longer than the post needs intake makes a
+// channel's keys live when it renews their TTLs (takePostTurn's x): the
+// posts queued after it need none until ten minutes have passed, or ten
+// minutes' worth of posts queued behind it.
+const renewSpareMs = "600000"
 
 // queuePostArgs queue a new request's post in its channel's FIFO, by
 // arrival, with its create (applyQueued): takePostTurn asking only. A post

@@ -318,14 +318,7 @@ func TestIntakeQueuingNeverShortensTheQueuesLife(t *testing.T) {
 		rdb := f.s.Client()
 		hash := f.s.Prefix() + ":pace:{C0APPROVALS}"
 		queue := hash + ":q"
-		ttl := func(key string) time.Duration {
-			t.Helper()
-			d, err := rdb.PTTL(f.ctx, key).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		}
+		ttl := func(key string) time.Duration { return pttl(t, f, key) }
 		f.clk.Set(t0)
 		f.mustCreate(t, newReq("l-1", "pm"))
 		if d := ttl(queue); d <= 0 {
@@ -349,4 +342,55 @@ func TestIntakeQueuingNeverShortensTheQueuesLife(t *testing.T) {
 			t.Errorf("the channel's hash TTL went from 10h to %v", d)
 		}
 	})
+}
+
+// Intake renews a channel's TTLs only when they may not last as long as
+// its post needs (takePostTurn's x): it renews them after a post's own ask
+// set them shorter, and gives a queue made again (an emptied queue is
+// deleted, its hash stays) a TTL. Either missed, a queue could expire, or
+// never, with posts still waiting in it.
+func TestIntakeRenewsTheQueuesLifeWhenItMayFallShort(t *testing.T) {
+	pacedOnEachBackend(t, func(t *testing.T, b backend, f fixture) {
+		rdb := f.s.Client()
+		hash := f.s.Prefix() + ":pace:{C0APPROVALS}"
+		queue := hash + ":q"
+		ttl := func(key string) time.Duration { return pttl(t, f, key) }
+		const atIntake = time.Hour // queueTTL: the least TTL intake gives
+		f.clk.Set(t0)
+		f.mustCreate(t, newReq("r-1", "pm"))
+		f.mustCreate(t, newReq("r-2", "pm")) // behind r-1: its TTLs recorded
+		// r-1's job asks for its turn: the TTLs are what its queue needs,
+		// far less than intake gave them.
+		f.clk.Set(t0.Add(pacing.Settle))
+		if tr, err := f.s.TakePostTurn(f.ctx, store.PostTurn{Channel: "C0APPROVALS", ID: "r-1", Arrival: t0}, pacing); err != nil || !tr.Taken {
+			t.Fatalf("r-1's turn: %+v, %v", tr, err)
+		}
+		if d := ttl(queue); d <= 0 || d >= atIntake/2 {
+			t.Fatalf("the queue's TTL after a post's ask: %v, want one much shorter than %v", d, atIntake)
+		}
+		f.mustCreate(t, newReq("r-3", "pm"))
+		for _, key := range []string{queue, hash} {
+			if d := ttl(key); d < atIntake {
+				t.Errorf("%s's TTL after the next create: %v, want at least %v again", key, d, atIntake)
+			}
+		}
+		// The queue emptied (deleted by Redis), the hash left as it was.
+		if err := rdb.Del(f.ctx, queue).Err(); err != nil {
+			t.Fatal(err)
+		}
+		f.mustCreate(t, newReq("r-4", "pm"))
+		if d := ttl(queue); d < atIntake {
+			t.Errorf("a queue made again has TTL %v, want at least %v", d, atIntake)
+		}
+	})
+}
+
+// pttl is key's TTL (negative: none, or no key).
+func pttl(t *testing.T, f fixture, key string) time.Duration {
+	t.Helper()
+	d, err := f.s.Client().PTTL(f.ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
