@@ -7,15 +7,19 @@
 // emulator enforcing its per-channel pace; CPU-seconds per 1,000 requests;
 // click-ack latency at a fixed open-loop rate of signed clicks on posted
 // requests, against a floor that verifies, decodes and makes one round trip;
-// and sustained end-to-end throughput (accepted and posted) across channels
-// with the job runner in process.
+// sustained end-to-end throughput (accepted and posted) across channels
+// with the job runner in process; and redis-server's instructions per
+// create, counted by valgrind's callgrind (when installed), which do not
+// move with the machine's load as its CPU time does.
 //
-//	go run ./bench [-only intake,latency,memory,burst,clicks,sustained] [-duration 5s] [-c 32]
+//	go run ./bench [-only intake,latency,memory,burst,clicks,sustained,instructions] [-duration 5s] [-c 32]
 //	               [-rate 500,1000] [-memory-n 1000] [-burst-n 300] [-burst-interval 100ms]
-//	               [-click-rate 500] [-sustained-c 64] [-channels 64] [-sustained-interval 1ms] [-json]
+//	               [-click-rate 500] [-sustained-c 64] [-channels 64] [-sustained-interval 1ms]
+//	               [-instructions-warm 4000] [-instructions-n 2000] [-json]
 //
 // It needs REDIS_URL or a redis-server on PATH (started on a free loopback
 // port and stopped at the end); every key it writes is deleted at the end.
+// The instruction count runs a redis-server of its own, under valgrind.
 package main
 
 import (
@@ -36,18 +40,21 @@ import (
 
 // Config is one run's sizes.
 type Config struct {
-	Only          map[string]bool
-	Duration      time.Duration // each closed and open loop
-	Concurrency   int
-	Rounds        int
-	Rates         []float64 // one open loop per rate
-	MemoryN       int
-	BurstN        int
-	BurstInterval time.Duration
-	ClickRate     float64 // clicks/s of the click-ack open loop
-	SustainedC    int     // closed-loop senders of the sustained run
-	Channels      int     // channels the sustained run spreads over
-	SustainedPace time.Duration
+	Only        map[string]bool
+	Duration    time.Duration // each closed and open loop
+	Concurrency int
+	Rounds      int
+	Rates       []float64 // one open loop per rate
+	MemoryN     int
+	// InstrWarm and InstrN: creates made before redis-server's
+	// instructions are counted, and counted (Instructions).
+	InstrWarm, InstrN int
+	BurstN            int
+	BurstInterval     time.Duration
+	ClickRate         float64 // clicks/s of the click-ack open loop
+	SustainedC        int     // closed-loop senders of the sustained run
+	Channels          int     // channels the sustained run spreads over
+	SustainedPace     time.Duration
 	// SustainedRates: one open-loop sustained run per rate, after the
 	// closed loop.
 	SustainedRates []float64
@@ -70,18 +77,19 @@ type Machine struct {
 
 // Results is everything one run measured; a section is nil when skipped.
 type Results struct {
-	Machine      Machine     `json:"machine"`
-	Intake       *Intake     `json:"intake,omitempty"`
-	Latency      []OpenLoop  `json:"latency,omitempty"`       // one per -rate
-	Memory       *Memory     `json:"memory,omitempty"`        // never posted
-	MemoryPosted *Memory     `json:"memory_posted,omitempty"` // the same after the runner posted them
-	Burst        *Burst      `json:"burst,omitempty"`
-	Clicks       *Clicks     `json:"clicks,omitempty"`
-	Sustained    *Sustained  `json:"sustained,omitempty"`
-	SustainedAt  []Sustained `json:"sustained_open_loop,omitempty"` // one per -sustained-rate
+	Machine      Machine       `json:"machine"`
+	Intake       *Intake       `json:"intake,omitempty"`
+	Latency      []OpenLoop    `json:"latency,omitempty"`       // one per -rate
+	Memory       *Memory       `json:"memory,omitempty"`        // never posted
+	MemoryPosted *Memory       `json:"memory_posted,omitempty"` // the same after the runner posted them
+	Burst        *Burst        `json:"burst,omitempty"`
+	Clicks       *Clicks       `json:"clicks,omitempty"`
+	Sustained    *Sustained    `json:"sustained,omitempty"`
+	SustainedAt  []Sustained   `json:"sustained_open_loop,omitempty"` // one per -sustained-rate
+	Instructions *Instructions `json:"instructions,omitempty"`
 }
 
-var measurements = []string{"intake", "latency", "memory", "burst", "clicks", "sustained"}
+var measurements = []string{"intake", "latency", "memory", "burst", "clicks", "sustained", "instructions"}
 
 func main() {
 	only := flag.String("only", strings.Join(measurements, ","), "measurements to run: "+strings.Join(measurements, ","))
@@ -91,6 +99,8 @@ func main() {
 	flag.IntVar(&cfg.Rounds, "rounds", 3, "rounds of intake's closed loops (a floor's and a bot's, of -duration each, in alternating order), added up")
 	rates := flag.String("rate", "500,1000", "open-loop rates, requests/s, comma-separated: one latency measurement each")
 	flag.IntVar(&cfg.MemoryN, "memory-n", 1000, "pending requests created for the memory measurement")
+	flag.IntVar(&cfg.InstrWarm, "instructions-warm", 4000, "creates made before redis-server's instructions are counted (instructions)")
+	flag.IntVar(&cfg.InstrN, "instructions-n", 2000, "creates whose redis-server instructions are counted (instructions)")
 	flag.IntVar(&cfg.BurstN, "burst-n", 300, "requests in the one-channel burst")
 	flag.DurationVar(&cfg.BurstInterval, "burst-interval", 100*time.Millisecond, "per-channel posting pace of the emulator and the bot (10 posts/s)")
 	flag.Float64Var(&cfg.ClickRate, "click-rate", 500, "click-ack open-loop rate, clicks/s")
@@ -224,6 +234,13 @@ func Run(cfg Config, logw io.Writer) (Results, error) {
 			}
 		}
 	}
+	if cfg.Only["instructions"] {
+		v, err := e.measureInstructions(cfg.InstrWarm, cfg.InstrN)
+		r.Instructions = &v
+		if err != nil {
+			return r, err
+		}
+	}
 	return r, nil
 }
 
@@ -316,6 +333,13 @@ func printTable(out io.Writer, r Results, cfg Config) {
 	}
 	for i := range r.SustainedAt {
 		printSustained(w, &r.SustainedAt[i], cfg)
+	}
+	if in := r.Instructions; in != nil {
+		what := fmt.Sprintf("%.0f", in.PerCreate)
+		if in.Skipped != "" {
+			what = "skipped: " + in.Skipped
+		}
+		fmt.Fprintf(w, "redis-server instructions per create (callgrind; %d creates after %d)\t%s\t\t\n", in.Creates, in.Warm, what)
 	}
 	_ = w.Flush()
 }

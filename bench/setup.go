@@ -73,17 +73,9 @@ func newEnv(logw io.Writer, level slog.Level) (*env, error) {
 		return nil, fmt.Errorf("bench: REDIS_URL: %w", err)
 	}
 	e.rdb = redis.NewClient(opts)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err = e.rdb.Ping(context.Background()).Err()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			e.Close()
-			return nil, fmt.Errorf("bench: redis at %s: %w", e.url, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := waitPing(e.rdb, 10*time.Second); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("bench: redis at %s: %w", e.url, err)
 	}
 	e.body, err = examples.Request(time.Now(), examples.Options{})
 	if err != nil {
@@ -162,6 +154,11 @@ func (i *instance) Close() {
 // and per-agent limits set too high to refuse anything, so their cost is
 // counted. The job runner is not started here (instance.startJobs does).
 func (e *env) newBot(prefix string, emu *slackemu.Server, postInterval time.Duration) (*instance, error) {
+	return e.newBotOn(e.rdb, prefix, emu, postInterval)
+}
+
+// newBotOn is newBot on the Redis of rdb.
+func (e *env) newBotOn(rdb *redis.Client, prefix string, emu *slackemu.Server, postInterval time.Duration) (*instance, error) {
 	cfg := bot.Config{
 		SlackBotToken:        emu.Token(),
 		SlackSigningSecret:   bot.LocalSigningSecret,
@@ -189,7 +186,7 @@ func (e *env) newBot(prefix string, emu *slackemu.Server, postInterval time.Dura
 	metrics := bot.NewMetrics(reg)
 	hc := emu.Client()
 	hc.Transport = metrics.InstrumentTransport(hc.Transport)
-	st, err := store.New(e.rdb, store.Options{Prefix: prefix, HomeJobs: true,
+	st, err := store.New(rdb, store.Options{Prefix: prefix, HomeJobs: true,
 		NotifyJobs: cfg.NotifyRequester, OpenCounts: cfg.Limits().CapsOpen()})
 	if err != nil {
 		return nil, err
