@@ -148,7 +148,10 @@ local function expire(key)
 end
 -- x is a time until which both keys are known to live: every TTL this
 -- script sets is recorded there with it (endPostTurn and holdPace only
--- lengthen the hash's, and give the queue the hash's). Asked at intake, the
+-- lengthen the hash's, and give the queue the hash's). It is in the
+-- callers' clocks, as every time the pacing keeps: a process whose clock
+-- runs ahead overstates it by as much, which the hour intake gives a
+-- queue at least (ARGV[9]) absorbs. Asked at intake, the
 -- TTLs are set only when x falls short of what this post needs, or the
 -- queue is new (this post is its head: an emptied queue is deleted, and
 -- made again without a TTL), and then with renewSpare more, so that the
@@ -168,8 +171,11 @@ if renew then expire(KEYS[2]) end
 -- goesNext: first in the queue, nobody holding the turn, the slot within a lead.
 local goesNext = rank == 0 and not busy and slot <= now + lead
 if askOnly and goesNext then
-  -- (renew: rank 0. x is left as it was: both TTLs only grew, and the
-  -- posts queued behind this one record theirs.)
+  -- (renew: rank 0.) Both keys now live at least until now + ttl, so an
+  -- x no later than that stays true, and the posts queued behind this one
+  -- record theirs. A later x is lowered: the queue may be new (the one x
+  -- was kept for emptied and deleted), with no more than this TTL.
+  if tonumber(st[6] or '0') > now + ttl then redis.call('HSET', KEYS[1], 'x', lastsUntil) end
   expire(KEYS[1])
   return {2, 0, added}
 end

@@ -3,6 +3,7 @@ package store_test
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -316,8 +317,7 @@ func pacedOnEachBackend(t *testing.T, test func(t *testing.T, b backend, f fixtu
 func TestIntakeQueuingNeverShortensTheQueuesLife(t *testing.T) {
 	pacedOnEachBackend(t, func(t *testing.T, b backend, f fixture) {
 		rdb := f.s.Client()
-		hash := f.s.Prefix() + ":pace:{C0APPROVALS}"
-		queue := hash + ":q"
+		hash, queue := channelKeys(f)
 		ttl := func(key string) time.Duration { return pttl(t, f, key) }
 		f.clk.Set(t0)
 		f.mustCreate(t, newReq("l-1", "pm"))
@@ -337,6 +337,10 @@ func TestIntakeQueuingNeverShortensTheQueuesLife(t *testing.T) {
 		if err := rdb.PExpire(f.ctx, hash, 10*time.Hour).Err(); err != nil {
 			t.Fatal(err)
 		}
+		// Without the record of how long the keys live, l-3 renews them.
+		if err := rdb.HDel(f.ctx, hash, "x").Err(); err != nil {
+			t.Fatal(err)
+		}
 		f.mustCreate(t, newReq("l-3", "pm"))
 		if d := ttl(hash); d < 9*time.Hour {
 			t.Errorf("the channel's hash TTL went from 10h to %v", d)
@@ -352,8 +356,7 @@ func TestIntakeQueuingNeverShortensTheQueuesLife(t *testing.T) {
 func TestIntakeRenewsTheQueuesLifeWhenItMayFallShort(t *testing.T) {
 	pacedOnEachBackend(t, func(t *testing.T, b backend, f fixture) {
 		rdb := f.s.Client()
-		hash := f.s.Prefix() + ":pace:{C0APPROVALS}"
-		queue := hash + ":q"
+		hash, queue := channelKeys(f)
 		ttl := func(key string) time.Duration { return pttl(t, f, key) }
 		const atIntake = time.Hour // queueTTL: the least TTL intake gives
 		f.clk.Set(t0)
@@ -385,6 +388,12 @@ func TestIntakeRenewsTheQueuesLifeWhenItMayFallShort(t *testing.T) {
 	})
 }
 
+// channelKeys are the pace hash and the queue of the tests' channel.
+func channelKeys(f fixture) (hash, queue string) {
+	hash = f.s.Prefix() + ":pace:{C0APPROVALS}"
+	return hash, hash + ":q"
+}
+
 // pttl is key's TTL (negative: none, or no key).
 func pttl(t *testing.T, f fixture, key string) time.Duration {
 	t.Helper()
@@ -393,4 +402,47 @@ func pttl(t *testing.T, f fixture, key string) time.Duration {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// Intake leaves a channel's TTLs alone while its record (x) says they last
+// as long as its post needs: the two calls every create made. To see it,
+// the test shortens the queue's TTL behind the record's back.
+func TestIntakeLeavesTheQueuesLifeAloneWhileItLastsLongEnough(t *testing.T) {
+	pacedOnEachBackend(t, func(t *testing.T, b backend, f fixture) {
+		_, queue := channelKeys(f)
+		f.clk.Set(t0)
+		f.mustCreate(t, newReq("s-1", "pm"))
+		f.mustCreate(t, newReq("s-2", "pm")) // behind s-1: renews, and records x
+		if err := f.s.Client().PExpire(f.ctx, queue, 65*time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		f.mustCreate(t, newReq("s-3", "pm"))
+		if d := pttl(t, f, queue); d <= 0 || d > 65*time.Minute {
+			t.Errorf("the queue's TTL after a create its record covers: %v, want it left at 65m", d)
+		}
+	})
+}
+
+// A post that goes at once into a queue made again (the one before it
+// emptied and was deleted, its hash kept) lowers a record that said the
+// keys live longer than the new queue does: trusted, it would leave the
+// new queue to expire with posts still waiting in it.
+func TestIntakeLowersTheQueuesLifeRecordForAQueueMadeAgain(t *testing.T) {
+	pacedOnEachBackend(t, func(t *testing.T, b backend, f fixture) {
+		rdb := f.s.Client()
+		hash, queue := channelKeys(f)
+		f.clk.Set(t0)
+		// What a long queue left: the hash's record of ten hours, no queue.
+		if err := rdb.HSet(f.ctx, hash, "x", strconv.FormatInt(t0.Add(10*time.Hour).UnixMilli(), 10)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		f.mustCreate(t, newReq("m-1", "pm")) // the channel idle: its post goes at once
+		x, err := rdb.HGet(f.ctx, hash, "x").Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lives := pttl(t, f, queue); lives <= 0 || time.Duration(x-t0.UnixMilli())*time.Millisecond > lives+time.Second {
+			t.Errorf("the record says the keys live %v, the new queue's TTL is %v", time.Duration(x-t0.UnixMilli())*time.Millisecond, lives)
+		}
+	})
 }
