@@ -150,13 +150,12 @@ end
 -- script sets is recorded there with it (endPostTurn and holdPace only
 -- lengthen the hash's, and give the queue the hash's). It is in the
 -- callers' clocks, as every time the pacing keeps: a process whose clock
--- runs ahead overstates it by as much, which the hour intake gives a
--- queue at least (ARGV[9]) absorbs. Asked at intake, the
--- TTLs are set only when x falls short of what this post needs, or the
--- queue is new (this post is its head: an emptied queue is deleted, and
--- made again without a TTL), and then with renewSpare more, so that the
--- posts queued after it need no call of their own (issue #17: two calls of
--- every create's).
+-- runs ahead overstates it by as much, which the hour intake gives a queue
+-- at least (ARGV[9]) absorbs. Asked at intake, the TTLs are set only when
+-- x falls short of what this post needs, or the queue is new (this post is
+-- its head: an emptied queue is deleted, and made again without a TTL),
+-- and then with renewSpareMs more, so that the posts queued after it need
+-- no call of their own (issue #17: two calls of every create's).
 local renew = true
 if askOnly then
   ttl = math.max(ttl, tonumber(ARGV[9]))
