@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -271,3 +272,59 @@ func homeDueAfterCreate(arrival time.Time) int64 {
 // postArrivalScore is a new request's post job's first due time: its
 // arrival to the microsecond, which orders its channel's queue (pace.go).
 func postArrivalScore(arrival time.Time) float64 { return float64(arrival.UnixMicro()) / 1000 }
+
+// queueTTL is the least time a channel's queue outlives its last queuing
+// (takePostTurn keeps it as long as its posts need).
+const queueTTL = time.Hour
+
+// queuePostArgs queue a new request's post in its channel's FIFO, by
+// arrival, with its create (applyQueued): takePostTurn asking only. A post
+// is in the queue from its request's 202, so a later request's post,
+// whichever worker or process claims it first, finds it ahead
+// (takePostTurn's own ZADD NX is then a no-op). The answer tells the create
+// when the post's turn should come (queuedPost).
+//
+// (On one Redis node the create's script gives the post's job the time
+// the answer tells, as it writes it: createAndQueue. On a Cluster the
+// create defers the job, off its path: deferPostJob.)
+func (s *Store) queuePostArgs(t PostTurn) ([]string, []any) {
+	p, mode := s.postPacing.Load(), "1"
+	if p == nil {
+		p, mode = &Pacing{}, "2"
+	}
+	args := []any{s.nowMs(), max(p.Interval.Milliseconds(), 1), t.ID, arrivalMs(t.Arrival),
+		p.Settle.Milliseconds(), p.Grace.Milliseconds(), p.Lead.Milliseconds(), mode, queueTTL.Milliseconds()}
+	return s.paceKeys(t.Channel), args
+}
+
+// PacePosts tells the store how this process's poster paces each channel's
+// posts (the pacing it gives TakePostTurn), once, as the service is wired.
+// Create then asks, as it queues a request's post, when the post's turn
+// should come: a post with posts ahead of it in its channel has its job
+// made due then, as its first run would have been told, instead of running
+// at its arrival only to be told (issue #17: under load that was one more
+// run of the job runner per request). Without it, Create queues the post
+// and its job runs at its arrival.
+func (s *Store) PacePosts(p Pacing) { s.postPacing.Store(&p) }
+
+// queuedPost reads takePostTurn's answer to queuePostArgs: how long from
+// now the post's turn should come when posts are ahead of it (0: it may go
+// as soon as its job runs).
+func queuedPost(res []int64) (wait time.Duration) {
+	if len(res) == 3 && res[0] == 0 {
+		wait = time.Duration(res[1]) * time.Millisecond
+	}
+	return wait
+}
+
+// queuePostAfter queues the post of a request already stored in its
+// channel's FIFO, in a round trip of its own: for the create that matched
+// standing approvals, whose WATCH transaction cannot carry it (applyQueued
+// queues every other create's post with its script).
+func (s *Store) queuePostAfter(ctx context.Context, t PostTurn) error {
+	keys, args := s.queuePostArgs(t)
+	if err := takePostTurn.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+		return fmt.Errorf("store: queue the post of %s in %s: %w", t.ID, t.Channel, err)
+	}
+	return nil
+}
