@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // This file is Decode's single pass: one walk over the body builds the
@@ -49,8 +50,14 @@ const maxDecodeDepth = 10000
 // DecodeCompact is Decode that also returns raw without insignificant
 // whitespace (json.Compact's output), with room bytes of spare capacity for
 // the caller to splice into without another allocation.
+//
+// The document's strings share raw's memory rather than copy it (one copy
+// of the body fewer on intake's path): raw must not change while doc is in
+// use. The intake reads a body into a buffer of its own and never writes
+// it again.
 func DecodeCompact(raw []byte, room int) (doc any, compacted []byte, err error) {
-	d := fastDecoder{raw: raw, src: string(raw), keep: true, out: make([]byte, 0, len(raw)+room)}
+	d := fastDecoder{raw: raw, src: unsafe.String(unsafe.SliceData(raw), len(raw)), keep: true,
+		out: make([]byte, 0, len(raw)+room)}
 	if v, ok := d.document(); ok {
 		return v, d.out, nil
 	}
