@@ -203,10 +203,11 @@ func NewService(d Deps) (*Service, error) {
 	// The sealer links the global audit entries this process and others
 	// write (store/seal.go); it ends with Close, too.
 	go d.Store.RunSealer(changesCtx, auditSealInterval, d.Logger.With("component", "audit"))
-	events := webhook.NewEventHub(changesCtx, d.Store, changes[0], webhook.EventHubOptions{
-		MaxStreams: cfg.EventsMaxStreams, Heartbeat: d.EventsHeartbeat, Logger: d.Logger.With("component", "events")})
+	events := webhook.NewEventHub(changesCtx, d.Store, changes.Consumers[0], webhook.EventHubOptions{
+		MaxStreams: cfg.EventsMaxStreams, Heartbeat: d.EventsHeartbeat, Creations: changes,
+		Logger: d.Logger.With("component", "events")})
 	api, err := webhook.New(webhook.Options{
-		Waiters: webhook.NewWaiters(changes[1]), Events: events,
+		Waiters: webhook.NewWaiters(changes.Consumers[1]), Events: events,
 		Store: d.Store, Lifecycle: decider, Tokens: cfg.Tokens(), Limits: cfg.Limits(), AllowAnonymous: cfg.LocalMode(),
 		Decisions: decider, Reviewers: cfg.Reviewers(), AgentApprovers: cfg.AgentApproverGrants(), Decided: slackHandlers.Decided,
 		Names:          directory,

@@ -79,7 +79,7 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	now := s.now()
 	rec, _ = s.queueCreate(ctx, p, n, now)
 	s.queueEvents(ctx, p, rec, now, createEvents(n), eventsCursorField(n))
-	s.queuePublish(ctx, p, n.ID) // wakes the event streams' reader
+	s.queuePublishCreated(ctx, p, n.ID) // wakes the event streams' readers that follow creations
 	w := write{cmds: p.Cmds(), writeBy: writeBy, create: guard, sealShard: shardOf(n.ID)}
 	turn := PostTurn{Channel: n.Channel, ID: n.ID, Arrival: now}
 	var turnIn time.Duration
@@ -172,7 +172,9 @@ func (s *Store) createMatchingGrants(ctx context.Context, n NewRequest, writeBy 
 				}
 			}
 			s.queueEvents(ctx, p, rec, now, events, eventsCursorField(n))
-			s.queuePublish(ctx, p, n.ID)
+			// Created, even when resolved as it is: no long poll can wait
+			// for a request before it exists.
+			s.queuePublishCreated(ctx, p, n.ID)
 			rec.Events.Cursor, err = s.applyInTx(ctx, tx, reqKey, write{cmds: p.Cmds(), writeBy: writeBy, create: guard, sealShard: shard})
 			return err
 		}, s.keys.grantCopies(shard, n.Agent))

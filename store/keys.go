@@ -104,8 +104,10 @@ const Shards = 16
 //	<p>:chanid:<channel name>          string  the channel id Slack reported for a channel configured by name
 //	<p>:hold:<Slack method>            string  exists while no process may call that Slack method (after a 429)
 //	<p>:answered:<user id>             list    request ids the user answered lately, newest first, capped
-//	<p>:changes                        pub/sub ids of requests that changed or were created (wakes long
-//	                                           polls and the event streams' reader)
+//	<p>:changes                        pub/sub ids of stored requests that changed (wakes long polls and
+//	                                           the event streams' reader)
+//	<p>:created                        pub/sub ids of requests created (wakes the event streams' reader
+//	                                           of the processes with streams open: changes.go)
 //
 // <p> is the configurable prefix (default "ab"); sNN is the shard, 00..15.
 type keys struct {
@@ -305,3 +307,5 @@ func (k keys) grantCopies(shard int, agent string) string {
 }
 
 func (k keys) changes() string { return k.prefix + ":changes" }
+
+func (k keys) created() string { return k.prefix + ":created" }

@@ -19,7 +19,7 @@ func (e *env) longPollAPI() (*api, *webhook.Waiters) {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	e.t.Cleanup(cancel)
-	w := webhook.NewWaiters(e.st.SubscribeChanges(ctx, 1)[0])
+	w := webhook.NewWaiters(e.st.SubscribeChanges(ctx, 1).Consumers[0])
 	return e.api(func(o *webhook.Options) { o.Waiters = w }), w
 }
 

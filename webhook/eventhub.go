@@ -40,7 +40,18 @@ type EventHubOptions struct {
 	// is dropped by the hub and reads what it missed from Redis. Default
 	// 256.
 	Buffer int
-	Logger *slog.Logger
+	// Creations, when set, is the change feed's switch for creations
+	// (store.ChangeFeed): the hub follows them while streams are open, so
+	// that an idle process is not told of every create. Nil: the change
+	// feed carries creations already, or the hub finds them at its Poll.
+	Creations CreationFollower
+	Logger    *slog.Logger
+}
+
+// CreationFollower turns on or off a change feed's delivery of the ids of
+// requests created (store.ChangeFeed.FollowCreations).
+type CreationFollower interface {
+	FollowCreations(ctx context.Context, on bool) error
 }
 
 // EventHub is one process's reader of the event streams. It reads each
@@ -125,6 +136,7 @@ func (h *EventHub) run(ctx context.Context, changes <-chan string) {
 	tick := time.NewTicker(h.opts.Poll)
 	defer tick.Stop()
 	dirty := make([]bool, store.Shards)
+	following := false // creations, while streams are open (opts.Creations)
 	for {
 		select {
 		case <-ctx.Done():
@@ -155,8 +167,18 @@ func (h *EventHub) run(ctx context.Context, changes <-chan string) {
 		switch h.engage() {
 		case hubIdle:
 			clear(dirty)
+			if following {
+				following = !h.followCreations(ctx, false)
+			}
 			continue
 		case hubUnseeded:
+			// Creations are followed before the tails are read, so each
+			// one after them wakes the hub.
+			if !following && h.opts.Creations != nil {
+				if following = h.followCreations(ctx, true); !following {
+					continue // again at the next tick (or change, or stream)
+				}
+			}
 			tails, ok := h.tails(ctx)
 			if !ok {
 				continue // again at the next tick (or change, or stream)
@@ -203,6 +225,18 @@ func (h *EventHub) engage() hubState {
 		return hubUnseeded
 	}
 	return hubActive
+}
+
+// followCreations turns the change feed's creations on or off; false when
+// it failed.
+func (h *EventHub) followCreations(ctx context.Context, on bool) bool {
+	if err := h.opts.Creations.FollowCreations(ctx, on); err != nil {
+		if ctx.Err() == nil {
+			h.log.WarnContext(ctx, "events: follow creations", "on", on, "err", err)
+		}
+		return false
+	}
+	return true
 }
 
 // tails reads where each shard's stream ends; false when Redis failed.

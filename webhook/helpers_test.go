@@ -173,7 +173,7 @@ func (e *env) waitFor(id string, within time.Duration, cond func(store.Record) b
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	changes := e.st.SubscribeChanges(ctx, 1)[0]
+	changes := e.st.SubscribeChanges(ctx, 1).Consumers[0]
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {

@@ -70,8 +70,8 @@ func (e *env) fullAPI(edit func(*webhook.Options)) *api {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.t.Cleanup(cancel)
 	changes := e.st.SubscribeChanges(ctx, 2)
-	hub := webhook.NewEventHub(ctx, e.st, changes[0], webhook.EventHubOptions{})
-	waiters := webhook.NewWaiters(changes[1])
+	hub := webhook.NewEventHub(ctx, e.st, changes.Consumers[0], webhook.EventHubOptions{Creations: changes})
+	waiters := webhook.NewWaiters(changes.Consumers[1])
 	return e.api(func(o *webhook.Options) {
 		o.Lifecycle, o.Decisions, o.Reviewers, o.AgentApprovers = core, core, reviewers, approvers
 		o.Names = names{}

@@ -29,8 +29,11 @@ func (e *env) eventsAPIWaiters(opts webhook.EventHubOptions) (*api, *webhook.Eve
 	ctx, cancel := context.WithCancel(context.Background())
 	e.t.Cleanup(cancel)
 	changes := e.st.SubscribeChanges(ctx, 2)
-	hub := webhook.NewEventHub(ctx, e.st, changes[0], opts)
-	w := webhook.NewWaiters(changes[1])
+	if opts.Creations == nil {
+		opts.Creations = changes
+	}
+	hub := webhook.NewEventHub(ctx, e.st, changes.Consumers[0], opts)
+	w := webhook.NewWaiters(changes.Consumers[1])
 	return e.api(func(o *webhook.Options) { o.Events, o.Waiters = hub, w }), hub, w, cancel
 }
 
