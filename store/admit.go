@@ -15,7 +15,7 @@ import (
 // keys share the agent's hash tag). The two scripts' own text is run, its
 // KEYS and ARGV shifted, so the three cannot drift apart.
 //
-//	KEYS[1]    -> <p>:rate:{<agent>}
+//	KEYS[1]    -> <p>:bucket:{<agent>}
 //	KEYS[2..3] -> reserveOpen's KEYS[1..2]
 //	ARGV[1..4] -> takeToken's ARGV
 //	ARGV[5]    -> "1" to reserve a slot when the token was taken, "0" not

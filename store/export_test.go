@@ -87,3 +87,6 @@ const DocS2 = docS2
 // RequestAuditKey is the key of request id's audit chain, for a test that
 // makes a create's write fail part-way (a key of the wrong type).
 func (s *Store) RequestAuditKey(id string) string { return s.keys.auditRequest(id) }
+
+// RateKey is the key of agent's intake bucket.
+func (s *Store) RateKey(agent string) string { return s.keys.rate(agent) }

@@ -89,11 +89,11 @@ const Shards = 16
 //	                                           hash tag, one slot per channel
 //	<p>:pace:{<channel>}:q             zset    the channel's waiting posts, FIFO: request id -> arrival (ms, with
 //	                                           a fraction: intake's microseconds)
-//	<p>:rate:{<agent>}                 hash    the agent's intake token bucket (INTAKE_RATE): level and when, in
+//	<p>:bucket:{<agent>}               string  the agent's intake token bucket (INTAKE_RATE): "<level>:<when>", in
 //	                                           takeToken's units (limits.go); its own hash tag, one slot per agent
 //	<p>:open:{<agent>}                 zset    the agent's open requests counted against INTAKE_MAX_OPEN (opencap.go):
 //	                                           request id -> reservation deadline (ms), or openConfirmed + ms
-//	                                           once confirmed; its own hash tag, one slot per agent, like rate
+//	                                           once confirmed; its own hash tag, one slot per agent, like bucket
 //	<p>:open:{<agent>}:meta            hash    seed = ms until which the zset is trusted without re-seeding it
 //	                                           from the agent indexes; check = ms before which no reconcile runs
 //	<p>:event:<event id>               string  exists while a Slack event was already received (retries are dropped)
@@ -236,7 +236,10 @@ func (k keys) paceQueue(channel string) string { return k.pace(channel) + ":q" }
 // rate is an agent's intake token bucket. It is outside the request
 // shards (one agent's requests span them all) and tagged by the agent, so
 // the buckets of many agents spread over a Cluster.
-func (k keys) rate(agent string) string { return k.prefix + ":rate:{" + agent + "}" }
+// rate is the agent's intake bucket: a string since issue #17 (takeToken),
+// where <p>:rate:{<agent>} was a hash, a name of its own so a hash left by
+// an earlier version is never read as one (it expires by itself).
+func (k keys) rate(agent string) string { return k.prefix + ":bucket:{" + agent + "}" }
 
 // openCount is an agent's counted open requests (INTAKE_MAX_OPEN), and
 // openMeta its bookkeeping; both tagged by the agent like rate, so one

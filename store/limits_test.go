@@ -81,6 +81,37 @@ func TestIntakeTokenBucket(t *testing.T) {
 	}
 }
 
+// The bucket is one string, level and time, whose TTL is the time it takes
+// to refill (and a second), after which a missing key means the same: a
+// full bucket. A value it did not write reads as a full bucket too.
+func TestIntakeBucketKeepsItsStateInOneString(t *testing.T) {
+	t.Parallel()
+	rate := store.Rate{Count: 1, Per: time.Minute, Burst: 2}
+	for name, b := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b)
+			rdb, key := f.s.Client(), f.s.RateKey("pm")
+			if _, err := f.s.TakeIntakeToken(f.ctx, "pm", rate); err != nil {
+				t.Fatal(err)
+			}
+			got, err := rdb.Get(f.ctx, key).Result()
+			if want := fmt.Sprintf("60000:%d", f.clk.Now().UnixMilli()); err != nil || got != want {
+				t.Fatalf("bucket %q, %v; want %q (a minute's units left of two, taken now)", got, err, want)
+			}
+			if ttl, err := rdb.PTTL(f.ctx, key).Result(); err != nil || ttl <= 60*time.Second || ttl > 61*time.Second {
+				t.Errorf("bucket TTL %v, %v; want the minute it takes to refill and a second", ttl, err)
+			}
+			if err := rdb.Set(f.ctx, key, "l=1", time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if d, err := f.s.TakeIntakeToken(f.ctx, "pm", rate); err != nil || d != (store.RateDecision{Allowed: true, Remaining: 1}) {
+				t.Errorf("after a foreign value: %+v, %v; want a full bucket's first token", d, err)
+			}
+		})
+	}
+}
+
 // OpenRequests counts an agent's open requests in every shard, and only
 // its own and only open ones.
 func TestOpenRequests(t *testing.T) {
