@@ -44,19 +44,19 @@ func Parse(raw []byte, opts ParseOptions) (*Request, error) {
 // ParseDecoded validates a document Decode returned; see Parse.
 func ParseDecoded(doc any, opts ParseOptions) (*Request, error) {
 	ps := pathStepsPool.Get().(*pathSteps)
+	p := &parser{opts: opts, paths: *ps}
 	defer func() {
+		*ps = p.paths // grown by the walk: the pool keeps the larger one (also after a panic)
 		if cap(*ps) <= maxPooledPathSteps {
 			clear(*ps) // the names are the document's strings: keep none alive
 			*ps = (*ps)[:0]
 			pathStepsPool.Put(ps)
 		}
 	}()
-	p := &parser{opts: opts, paths: *ps}
 	if p.opts.Now.IsZero() {
 		p.opts.Now = time.Now()
 	}
 	req := p.request(node{paths: &p.paths, at: -1, v: doc})
-	*ps = p.paths // grown by the walk: the pool keeps the larger one
 	if len(p.problems) > 0 {
 		return nil, &ValidationError{Problems: p.problems}
 	}

@@ -52,8 +52,9 @@ const maxDecodeDepth = 10000
 // the caller to splice into without another allocation.
 //
 // The document's strings share raw's memory rather than copy it (one copy
-// of the body fewer on intake's path): raw must not change while doc is in
-// use. The intake reads a body into a buffer of its own and never writes
+// of the body fewer on intake's path): raw must never change while any
+// string taken from doc may still be in use (a parsed Request keeps
+// some). The intake reads a body into a buffer of its own and never writes
 // it again.
 func DecodeCompact(raw []byte, room int) (doc any, compacted []byte, err error) {
 	d := fastDecoder{raw: raw, src: unsafe.String(unsafe.SliceData(raw), len(raw)), keep: true,

@@ -18,9 +18,10 @@ import (
 //     (its input:requested event), and only while streams are open on its
 //     process, so a process subscribes to it only then (FollowCreations).
 //     Intake is the hottest path: every process receiving, decoding and
-//     dispatching a message per create that nothing waits for was ~4% of
-//     a create's CPU (BenchmarkIntake, issue #17), and Redis writes a
-//     published message to no one when nothing follows.
+//     dispatching a message per create that nothing waits for cost each
+//     of them (BenchmarkIntake: ~16% of a create's time, issue #17), and
+//     Redis writes a published message to no one when nothing follows (on
+//     one node; a Cluster still passes it to every node).
 
 // queuePublish records the message that tells every process's waiters
 // (long polls, the event streams' reader) that a request changed, sent by
@@ -90,10 +91,12 @@ func (s *Store) SubscribeChanges(ctx context.Context, consumers int) *ChangeFeed
 }
 
 // FollowCreations turns on (or off) delivering the ids of requests created
-// from now on, from any process, to the feed's consumers. On, it returns
-// once the subscription is sent; Redis may take it a moment later, so a
-// creation in between may be missed (the event streams' reader also reads
-// every second regardless).
+// from now on, from any process, to the feed's consumers. It returns once
+// the (un)subscription is sent; Redis takes it a moment later, so a
+// creation in between may not be told (the event streams' reader also
+// reads every second regardless). go-redis keeps the channels subscribed
+// across reconnections, and forgets one as it sends its UNSUBSCRIBE, even
+// when that fails.
 func (f *ChangeFeed) FollowCreations(ctx context.Context, on bool) error {
 	var err error
 	if on {

@@ -235,10 +235,10 @@ func (k keys) paceQueue(channel string) string { return k.pace(channel) + ":q" }
 
 // rate is an agent's intake token bucket. It is outside the request
 // shards (one agent's requests span them all) and tagged by the agent, so
-// the buckets of many agents spread over a Cluster.
-// rate is the agent's intake bucket: a string since issue #17 (takeToken),
-// where <p>:rate:{<agent>} was a hash, a name of its own so a hash left by
-// an earlier version is never read as one (it expires by itself).
+// the buckets of many agents spread over a Cluster. It is a string since
+// issue #17 (takeToken), where <p>:rate:{<agent>} was a hash: a name of its
+// own, so a hash left by an earlier version is never read as one (it
+// expires by itself).
 func (k keys) rate(agent string) string { return k.prefix + ":bucket:{" + agent + "}" }
 
 // openCount is an agent's counted open requests (INTAKE_MAX_OPEN), and

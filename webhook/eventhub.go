@@ -168,17 +168,22 @@ func (h *EventHub) run(ctx context.Context, changes <-chan string) {
 		case hubIdle:
 			clear(dirty)
 			if following {
-				following = !h.followCreations(ctx, false)
+				// Off even when it failed: go-redis forgets the channel
+				// before it sends the UNSUBSCRIBE, so a reconnection
+				// would not follow it again, and the next stream must
+				// turn it on afresh.
+				h.followCreations(ctx, false)
+				following = false
 			}
 			continue
 		case hubUnseeded:
-			// Creations are followed before the tails are read, so each
-			// one after them wakes the hub.
-			if !following && h.opts.Creations != nil {
-				if following = h.followCreations(ctx, true); !following {
-					continue // again at the next tick (or change, or stream)
-				}
-			}
+			// Creations are followed before the tails are read, so a
+			// creation after them wakes the hub (once Redis has taken the
+			// subscription, moments after it is sent: one in between, or
+			// while following fails, is read at the next Poll). A failure
+			// does not hold the streams back: it is tried again at every
+			// wake-up.
+			following = h.followUnlessFollowing(ctx, following)
 			tails, ok := h.tails(ctx)
 			if !ok {
 				continue // again at the next tick (or change, or stream)
@@ -193,6 +198,7 @@ func (h *EventHub) run(ctx context.Context, changes <-chan string) {
 			h.mu.Unlock()
 			continue
 		}
+		following = h.followUnlessFollowing(ctx, following)
 		for shard, d := range dirty {
 			if d {
 				dirty[shard] = !h.readShard(ctx, shard, &pos[shard])
@@ -225,6 +231,16 @@ func (h *EventHub) engage() hubState {
 		return hubUnseeded
 	}
 	return hubActive
+}
+
+// followUnlessFollowing turns the change feed's creations on unless they
+// are followed already (or there is no switch); it reports whether they are
+// followed then.
+func (h *EventHub) followUnlessFollowing(ctx context.Context, following bool) bool {
+	if following || h.opts.Creations == nil {
+		return following
+	}
+	return h.followCreations(ctx, true)
 }
 
 // followCreations turns the change feed's creations on or off; false when

@@ -2,6 +2,8 @@ package webhook_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +32,7 @@ func TestEventHubHearsCreationsWhileStreamsAreOpen(t *testing.T) {
 type followLog struct {
 	src   *countedEvents
 	turns chan followTurn
+	fails atomic.Int32 // turns still to fail
 }
 
 type followTurn struct {
@@ -39,6 +42,9 @@ type followTurn struct {
 
 func (f *followLog) FollowCreations(_ context.Context, on bool) error {
 	f.turns <- followTurn{on: on, tailsRead: f.src.tails.Load()}
+	if f.fails.Add(-1) >= 0 {
+		return errors.New("redis: connection refused")
+	}
 	return nil
 }
 
@@ -95,5 +101,42 @@ func TestEventHubFollowsCreationsOnlyWhileStreamsAreOpen(t *testing.T) {
 	defer r.Close()
 	if turn := follow.next(t); !turn.on || turn.tailsRead != 1 {
 		t.Fatalf("next stream: turned %v with the tails read %d times, want on before reading them again", turn.on, turn.tailsRead)
+	}
+}
+
+// Following creations failing does not hold a stream back (the hub reads on
+// its Poll meanwhile): the stream opens, and the hub tries again at its
+// next wake-up.
+func TestEventHubServesStreamsWhenFollowingCreationsFails(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), hubCtxKey{}, true))
+	t.Cleanup(cancel)
+	src := &countedEvents{Store: e.st}
+	follow := &followLog{src: src, turns: make(chan followTurn, 8)}
+	follow.fails.Store(1)
+	changes := make(chan string)
+	hub := webhook.NewEventHub(ctx, src, changes, webhook.EventHubOptions{Poll: time.Hour, Creations: follow})
+	a := e.api(func(o *webhook.Options) { o.Events = hub })
+
+	e.createFor("pm", "fail-1")
+	s := a.open("/v1/requests/fail-1/events", tokenPM, "")
+	defer s.Close()
+	if turn := follow.next(t); !turn.on {
+		t.Fatal("first stream: turned creations off, want on")
+	}
+	if ev := next(t, s); ev.key() != "fail-1/"+store.EventInputRequested+"/" {
+		t.Fatalf("got %s, want fail-1's input:requested", ev.key())
+	}
+	changes <- "fail-1" // a wake-up: the hub tries again
+	if turn := follow.next(t); !turn.on {
+		t.Fatal("after a failure: turned creations off, want on again")
+	}
+	changes <- "fail-1"
+	changes <- "fail-1" // taken once the wake-up before it was handled
+	select {
+	case turn := <-follow.turns:
+		t.Fatalf("following already, the hub turned creations %v again", turn.on)
+	default:
 	}
 }

@@ -403,7 +403,9 @@ func marshalVerbatim(v any) (json.RawMessage, error) {
 func compact(doc []byte, room int) json.RawMessage {
 	b := bytes.NewBuffer(make([]byte, 0, len(doc)+room))
 	if err := json.Compact(b, doc); err != nil {
-		return doc
+		// A copy, never doc itself: the caller splices into what it gets,
+		// and doc's memory backs the decoded tree's strings.
+		return append(make([]byte, 0, len(doc)+room), doc...)
 	}
 	return b.Bytes()
 }
