@@ -59,19 +59,28 @@ func (f *followLog) next(t *testing.T) followTurn {
 	}
 }
 
+// followingHub is an API whose hub is woken by changes (unbuffered: a send
+// returns once the hub took it) and never by its Poll, with a switch for
+// creations that records each turn and fails the first fails of them.
+func (e *env) followingHub(fails int32) (*api, *webhook.EventHub, *followLog, chan string) {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), hubCtxKey{}, true))
+	e.t.Cleanup(cancel)
+	src := &countedEvents{Store: e.st}
+	follow := &followLog{src: src, turns: make(chan followTurn, 8)}
+	follow.fails.Store(fails)
+	changes := make(chan string)
+	hub := webhook.NewEventHub(ctx, src, changes, webhook.EventHubOptions{Poll: time.Hour, Creations: follow})
+	return e.api(func(o *webhook.Options) { o.Events = hub }), hub, follow, changes
+}
+
 // The hub follows creations only while streams are open: on before it
 // reads the tails for the first stream (so each creation after them wakes
 // it), off once it goes idle, on again for the next stream.
 func TestEventHubFollowsCreationsOnlyWhileStreamsAreOpen(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), hubCtxKey{}, true))
-	t.Cleanup(cancel)
-	src := &countedEvents{Store: e.st}
-	follow := &followLog{src: src, turns: make(chan followTurn, 8)}
-	changes := make(chan string) // unbuffered: a send returns once the hub took it
-	hub := webhook.NewEventHub(ctx, src, changes, webhook.EventHubOptions{Poll: time.Hour, Creations: follow})
-	a := e.api(func(o *webhook.Options) { o.Events = hub })
+	a, hub, follow, changes := e.followingHub(0)
 
 	e.createFor("pm", "follow-1")
 	changes <- "follow-1"
@@ -110,14 +119,7 @@ func TestEventHubFollowsCreationsOnlyWhileStreamsAreOpen(t *testing.T) {
 func TestEventHubServesStreamsWhenFollowingCreationsFails(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), hubCtxKey{}, true))
-	t.Cleanup(cancel)
-	src := &countedEvents{Store: e.st}
-	follow := &followLog{src: src, turns: make(chan followTurn, 8)}
-	follow.fails.Store(1)
-	changes := make(chan string)
-	hub := webhook.NewEventHub(ctx, src, changes, webhook.EventHubOptions{Poll: time.Hour, Creations: follow})
-	a := e.api(func(o *webhook.Options) { o.Events = hub })
+	a, _, follow, changes := e.followingHub(1)
 
 	e.createFor("pm", "fail-1")
 	s := a.open("/v1/requests/fail-1/events", tokenPM, "")
