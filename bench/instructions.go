@@ -19,7 +19,8 @@ import (
 // Instructions is redis-server's work per create counted in instructions,
 // by valgrind's callgrind: unlike its CPU time, which on a shared VM moves
 // more from run to run than any one change to the scripts or the data
-// model, it moves by well under a percent (issue #17). redis-server runs
+// model, it moves by about a percent at most (the sorted sets' skip lists
+// take random levels; issue #17). redis-server runs
 // under callgrind with its instrumentation off while the warm-up creates
 // fill every set past the size at which Redis stops keeping it compact
 // (as in the intake loop, whose sets are large), then on for the counted
