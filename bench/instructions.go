@@ -36,8 +36,9 @@ type Instructions struct {
 
 // measureInstructions counts redis-server's instructions over n creates
 // made after warm others, eight at a time, through the service's intake
-// (as memory's are), on a redis-server of its own.
-func (e *env) measureInstructions(warm, n int) (Instructions, error) {
+// (as memory's are), on a redis-server of its own. keep, when not empty,
+// is where callgrind's profile of the counted creates is copied.
+func (e *env) measureInstructions(warm, n int, keep string) (Instructions, error) {
 	r := Instructions{Warm: warm, Creates: n}
 	valgrind, err1 := exec.LookPath("valgrind")
 	control, err2 := exec.LookPath("callgrind_control")
@@ -101,6 +102,15 @@ func (e *env) measureInstructions(warm, n int) (Instructions, error) {
 		return r, fmt.Errorf("instructions: %w", err)
 	}
 	r.PerCreate = float64(total) / float64(n)
+	if keep != "" {
+		b, err := os.ReadFile(filepath.Join(dir, "callgrind.out.1"))
+		if err == nil {
+			err = os.WriteFile(keep, b, 0o644)
+		}
+		if err != nil {
+			return r, fmt.Errorf("instructions: keep callgrind's profile: %w", err)
+		}
+	}
 	return r, nil
 }
 

@@ -15,7 +15,7 @@
 //	go run ./bench [-only intake,latency,memory,burst,clicks,sustained,instructions] [-duration 5s] [-c 32]
 //	               [-rate 500,1000] [-memory-n 1000] [-burst-n 300] [-burst-interval 100ms]
 //	               [-click-rate 500] [-sustained-c 64] [-channels 64] [-sustained-interval 1ms]
-//	               [-instructions-warm 4000] [-instructions-n 2000] [-json]
+//	               [-instructions-warm 4000] [-instructions-n 2000] [-callgrind-out file] [-json]
 //
 // It needs REDIS_URL or a redis-server on PATH (started on a free loopback
 // port and stopped at the end); every key it writes is deleted at the end.
@@ -49,12 +49,16 @@ type Config struct {
 	// InstrWarm and InstrN: creates made before redis-server's
 	// instructions are counted, and counted (Instructions).
 	InstrWarm, InstrN int
-	BurstN            int
-	BurstInterval     time.Duration
-	ClickRate         float64 // clicks/s of the click-ack open loop
-	SustainedC        int     // closed-loop senders of the sustained run
-	Channels          int     // channels the sustained run spreads over
-	SustainedPace     time.Duration
+	// CallgrindOut, when set, is where the counted creates' callgrind
+	// profile is kept (callgrind_annotate reads it: which of Redis's
+	// functions the instructions went to).
+	CallgrindOut  string
+	BurstN        int
+	BurstInterval time.Duration
+	ClickRate     float64 // clicks/s of the click-ack open loop
+	SustainedC    int     // closed-loop senders of the sustained run
+	Channels      int     // channels the sustained run spreads over
+	SustainedPace time.Duration
 	// SustainedRates: one open-loop sustained run per rate, after the
 	// closed loop.
 	SustainedRates []float64
@@ -101,6 +105,7 @@ func main() {
 	flag.IntVar(&cfg.MemoryN, "memory-n", 1000, "pending requests created for the memory measurement")
 	flag.IntVar(&cfg.InstrWarm, "instructions-warm", 4000, "creates made before redis-server's instructions are counted (instructions)")
 	flag.IntVar(&cfg.InstrN, "instructions-n", 2000, "creates whose redis-server instructions are counted (instructions)")
+	flag.StringVar(&cfg.CallgrindOut, "callgrind-out", "", "keep the counted creates' callgrind profile in this file, for callgrind_annotate (instructions)")
 	flag.IntVar(&cfg.BurstN, "burst-n", 300, "requests in the one-channel burst")
 	flag.DurationVar(&cfg.BurstInterval, "burst-interval", 100*time.Millisecond, "per-channel posting pace of the emulator and the bot (10 posts/s)")
 	flag.Float64Var(&cfg.ClickRate, "click-rate", 500, "click-ack open-loop rate, clicks/s")
@@ -235,7 +240,7 @@ func Run(cfg Config, logw io.Writer) (Results, error) {
 		}
 	}
 	if cfg.Only["instructions"] {
-		v, err := e.measureInstructions(cfg.InstrWarm, cfg.InstrN)
+		v, err := e.measureInstructions(cfg.InstrWarm, cfg.InstrN, cfg.CallgrindOut)
 		r.Instructions = &v
 		if err != nil {
 			return r, err
