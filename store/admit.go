@@ -23,7 +23,11 @@ import (
 //
 // Returns takeToken's answer followed, when a slot was asked for and the
 // token taken, by reserveOpen's.
-var admitIntake = redis.NewScript(`
+var admitIntake = redis.NewScript(holdReservation + admitIntakeSrc)
+
+// admitIntakeSrc is admitIntake's text but for the function hold
+// (reserveOpen's), which createAndQueue defines otherwise.
+var admitIntakeSrc = `
 local function take()
 ` + takeTokenSrc + `
 end
@@ -35,7 +39,7 @@ if out[1] == 1 and ARGV[5] == '1' then
   for _, v in ipairs(reserve()) do out[#out + 1] = v end
 end
 return out
-`)
+`
 
 var scriptRef = regexp.MustCompile(`(KEYS|ARGV)\[(\d+)\]`)
 
@@ -130,15 +134,4 @@ func (s *Store) admitted(ctx context.Context, c admitCall, res []any) (RateDecis
 	}
 	slot, err = s.ReserveOpen(ctx, agent, c.slot.id, c.adm.MaxOpen, c.adm.Lease)
 	return d, slot, err
-}
-
-// cmd is c as an EVALSHA command, to send in a pipeline with the create
-// (as Script.EvalSha would queue it).
-func (c admitCall) cmd(ctx context.Context) *redis.Cmd {
-	words := make([]any, 0, 3+len(c.keys)+len(c.args))
-	words = append(words, "evalsha", c.script.Hash(), len(c.keys))
-	for _, k := range c.keys {
-		words = append(words, k)
-	}
-	return redis.NewCmd(ctx, append(words, c.args...)...)
 }

@@ -7,10 +7,10 @@ import (
 )
 
 // Admission is an agent's intake limits, applied by Create itself when ctx
-// carries it (AdmitOnCreate): on one Redis node in the create's own round
-// trip, the limits' script first in the pipeline and the create admitted
-// only if it reserved the request a slot (applyWrite's open-count guard);
-// on a Cluster, whose limits are on another node, by Admit just before.
+// carries it (AdmitOnCreate): on one Redis node by the create's own script
+// (createAndQueue), the create admitted only if they reserved the request
+// a slot; on a Cluster, whose limits are on another node, by Admit just
+// before.
 // Intake paid a round trip for its limits and another for its create.
 //
 // Create fills in Decided, Decision and Slot once the limits have been
@@ -47,26 +47,19 @@ func admissionOf(ctx context.Context) *Admission {
 	return adm
 }
 
-// settleAdmission reads the answer of the limits' script that went before
-// a create in its pipeline (answer, or answerErr when the script did not
-// run: not loaded) into c's Admission, and returns the create's outcome
-// createErr, or the admission's failure. The script not having run, the
-// create was refused by its guard and nothing was taken: the limits are
-// applied now, for the caller to create again. A decision that needed
-// more than the script (a count seeded or reconciled first) was refused by
-// the create's guard too: it stands as ErrNotAdmitted with the slot now
-// reserved.
-func (s *Store) settleAdmission(ctx context.Context, c admitCall, answer []any, answerErr, createErr error) error {
+// settleAdmission reads the answer of the limits, which the create's
+// script applied before its guards (createAndQueue), into c's Admission,
+// and returns the create's outcome createErr, or the admission's failure.
+// A decision that needed more than the script (a count seeded or
+// reconciled first) was refused by the create's guard: it is finished now
+// and stands as ErrNotAdmitted with the slot now reserved.
+func (s *Store) settleAdmission(ctx context.Context, c admitCall, answer []any, createErr error) error {
 	adm := c.adm
 	var err error
-	if answerErr != nil {
-		adm.Decision, adm.Slot, err = s.Admit(ctx, adm.Agent, c.slot.id, adm.Rate, adm.MaxOpen, adm.Lease)
-	} else {
-		adm.Decision, adm.Slot, err = s.admitted(ctx, c, answer)
-	}
+	adm.Decision, adm.Slot, err = s.admitted(ctx, c, answer)
 	if err != nil && createErr == nil {
-		// Created, so its reservation admitted it, and the create's
-		// script confirmed it (applyWrite's ARGV[10]): nothing to settle.
+		// Created, so the limits admitted it, and the create's script
+		// confirmed its slot: nothing to settle.
 		adm.Decided, adm.Decision, adm.Slot = true, RateDecision{Allowed: true}, OpenSlot{}
 		return nil
 	}

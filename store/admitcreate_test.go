@@ -145,8 +145,9 @@ func TestCreateNotAdmittedLeavesTheChannelAlone(t *testing.T) {
 	})
 }
 
-// A create past its write deadline wrote nothing, for certain: its limits'
-// answer is still read, so the caller has the reservation to release.
+// A create past a write deadline its caller gave wrote nothing, for
+// certain: its limits' answer is still read, so the caller has the
+// reservation to release.
 func TestCreatePastItsDeadlineReportsItsReservation(t *testing.T) {
 	t.Parallel()
 	for name, b := range backends() {
@@ -159,8 +160,26 @@ func TestCreatePastItsDeadlineReportsItsReservation(t *testing.T) {
 			if _, err := f.s.ReserveOpen(f.ctx, "pm", "seed-it", 5, testLease); err != nil { // seeds the count
 				t.Fatal(err)
 			}
-			adm := &store.Admission{Agent: "pm", MaxOpen: 5} // no lease: the create's deadline has passed as it runs
-			_, _, err := f.s.Create(store.AdmitOnCreate(f.ctx, adm), newReq("late-1", "pm"))
+			// A deadline not past by the process's clock, so the create is
+			// sent, and past by Redis's as it runs: on the embedded store,
+			// whose clock runs an hour ahead, a minute from now; on
+			// redis-server, whose clock is the process's, the end of this
+			// millisecond (the script reads Redis's in whole ms). Should
+			// the millisecond end before the create is sent, it is refused
+			// before it applies its limits: tried again in the next.
+			var adm *store.Admission
+			var err error
+			for range 100 {
+				adm = &store.Admission{Agent: "pm", MaxOpen: 5, Lease: testLease}
+				by := time.Now().Truncate(time.Millisecond).Add(time.Millisecond - time.Nanosecond)
+				if name != "redis" {
+					by = time.Now().Add(time.Minute)
+				}
+				_, _, err = f.s.Create(store.WriteBy(store.AdmitOnCreate(f.ctx, adm), by), newReq("late-1", "pm"))
+				if adm.Decided || !errors.Is(err, store.ErrWriteDeadline) {
+					break
+				}
+			}
 			if !errors.Is(err, store.ErrWriteDeadline) || !adm.Decided || !adm.Slot.Reserved {
 				t.Fatalf("create past its deadline: err %v, decided %v, slot %+v; want the deadline and the slot reserved",
 					err, adm.Decided, adm.Slot)
@@ -175,11 +194,75 @@ func TestCreatePastItsDeadlineReportsItsReservation(t *testing.T) {
 	}
 }
 
+// On one Redis node a create under its agent's limits needs no write
+// deadline: its slot is taken and confirmed in the script that creates it,
+// so no reconcile can come between. Here Redis's clock is an hour past the
+// process's and the lease is zero, which refused a create whose
+// reservation had been made by a script of its own: it is created, and
+// counted as confirmed, not as a reservation to settle.
+func TestCreateUnderItsLimitsNeedsNoDeadline(t *testing.T) {
+	onOneNode(t, func(t *testing.T, f fixture) {
+		f.clk.Set(time.Now().Add(time.Hour))
+		if _, err := f.s.ReserveOpen(f.ctx, "pm", "seed-it", 5, testLease); err != nil { // seeds the count
+			t.Fatal(err)
+		}
+		adm := &store.Admission{Agent: "pm", MaxOpen: 5}
+		_, created, err := f.s.Create(store.AdmitOnCreate(f.ctx, adm), newReq("now-1", "pm"))
+		if err != nil || !created || !adm.Decided || !adm.Slot.Reserved {
+			t.Fatalf("create under its limits: created %v, err %v, decided %v, slot %+v; want it created on a slot",
+				created, err, adm.Decided, adm.Slot)
+		}
+		m, err := f.s.OpenCounted(f.ctx, "pm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if score, ok := m["now-1"]; !ok || score < store.OpenConfirmed {
+			t.Errorf("now-1 counted %v with score %v; want it confirmed (at least 2^52)", ok, score)
+		}
+	})
+}
+
 // A create that fails as it writes (here a key of the wrong type) after its
 // agent's limits admitted it still reports what the limits took, as they
 // took it: the caller settles that slot, and the limits are not applied a
 // second time (one more token taken for it, not two).
 func TestCreateFailingAfterItsAdmissionReportsItsLimits(t *testing.T) {
+	onOneNode(t, func(t *testing.T, f fixture) {
+		rate := store.Rate{Count: 3, Per: time.Hour, Burst: 3}
+		// Applied once on their own first: the count is seeded (an
+		// agent's first create is refused while it is, and created
+		// again: TestCreateAdmitted).
+		_, warm, err := f.s.Admit(f.ctx, "pm", "warm-up", rate, 5, testLease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.s.SettleOpen(f.ctx, warm); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.s.Client().Set(f.ctx, f.s.RequestAuditKey("broken-1"), "not a list", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		adm := &store.Admission{Agent: "pm", Rate: rate, MaxOpen: 5, Lease: testLease}
+		_, created, err := f.s.Create(store.AdmitOnCreate(f.ctx, adm), newReq("broken-1", "pm"))
+		if err == nil || created || !strings.Contains(err.Error(), "WRONGTYPE") {
+			t.Fatalf("a create whose write fails: created %v, err %v; want the WRONGTYPE error", created, err)
+		}
+		if !adm.Decided || !adm.Decision.Allowed || adm.Decision.Remaining != 1 || !adm.Slot.Reserved {
+			t.Fatalf("its admission: decided %v, decision %+v, slot %+v; want one more token taken (1 left) and a slot reserved",
+				adm.Decided, adm.Decision, adm.Slot)
+		}
+		if err := f.s.SettleOpen(f.ctx, adm.Slot); err != nil {
+			t.Fatal(err)
+		}
+		if got := counted(t, f, "pm"); slices.Contains(got, "broken-1") {
+			t.Errorf("counted after the slot was settled = %v: broken-1 still holds one", got)
+		}
+	})
+}
+
+// onOneNode runs test on each backend but a Redis Cluster, where a create
+// applies its agent's limits before it, by a call of their own (Admit).
+func onOneNode(t *testing.T, test func(*testing.T, fixture)) {
 	t.Parallel()
 	for name, b := range backends() {
 		t.Run(name, func(t *testing.T) {
@@ -187,36 +270,7 @@ func TestCreateFailingAfterItsAdmissionReportsItsLimits(t *testing.T) {
 			if name == "redis" && redistest.Cluster() {
 				t.Skip("on a Cluster the limits are applied before the create, by a call of their own")
 			}
-			f := newFixture(t, b)
-			rate := store.Rate{Count: 3, Per: time.Hour, Burst: 3}
-			// Applied once on their own first: the count is seeded, and
-			// their script loaded (a create whose limits' script Redis
-			// did not have is refused and admitted again: TestCreateAdmitted).
-			_, warm, err := f.s.Admit(f.ctx, "pm", "warm-up", rate, 5, testLease)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := f.s.SettleOpen(f.ctx, warm); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.s.Client().Set(f.ctx, f.s.RequestAuditKey("broken-1"), "not a list", 0).Err(); err != nil {
-				t.Fatal(err)
-			}
-			adm := &store.Admission{Agent: "pm", Rate: rate, MaxOpen: 5, Lease: testLease}
-			_, created, err := f.s.Create(store.AdmitOnCreate(f.ctx, adm), newReq("broken-1", "pm"))
-			if err == nil || created || !strings.Contains(err.Error(), "WRONGTYPE") {
-				t.Fatalf("a create whose write fails: created %v, err %v; want the WRONGTYPE error", created, err)
-			}
-			if !adm.Decided || !adm.Decision.Allowed || adm.Decision.Remaining != 1 || !adm.Slot.Reserved {
-				t.Fatalf("its admission: decided %v, decision %+v, slot %+v; want one more token taken (1 left) and a slot reserved",
-					adm.Decided, adm.Decision, adm.Slot)
-			}
-			if err := f.s.SettleOpen(f.ctx, adm.Slot); err != nil {
-				t.Fatal(err)
-			}
-			if got := counted(t, f, "pm"); slices.Contains(got, "broken-1") {
-				t.Errorf("counted after the slot was settled = %v: broken-1 still holds one", got)
-			}
+			test(t, newFixture(t, b))
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,22 +50,7 @@ const (
 //	ARGV[6] -> create: index in KEYS of the agent's grant copies of the
 //	           shard, 0: none. A create that a live grant might resolve is
 //	           left to the caller, which matches grants in Go (createGranted).
-//	ARGV[7] -> create: index in KEYS of the agent's open-request count
-//	           (<p>:open:{<agent>}, another slot: one Redis node only), 0:
-//	           none. When set, the create is admitted only if the count
-//	           holds ARGV[8] with the score ARGV[9]: the reservation the
-//	           agent's limits made for it just before, in the same pipeline
-//	           (createAdmitted). Checked after the duplicate check, so a
-//	           resubmission is answered whatever the limits say.
-//	ARGV[8] -> create: the request's id, as the count's member
-//	ARGV[9] -> create: the reservation's score
-//	ARGV[10] -> create: with ARGV[7], the member's confirmed score
-//	           (confirmedScore), which the create gives it as it commits:
-//	           the request exists and is open from then on, so the
-//	           reservation is confirmed in the same step (ConfirmOpen's
-//	           ZADD, one call and one round trip fewer, and no confirmation
-//	           to lose in a crash)
-//	ARGV[11…] -> the commands: for each, its length n, then its n words.
+//	ARGV[7…] -> the commands: for each, its length n, then its n words.
 //	           cmdGlobalAudit: chain, pending, base, seq counter, request
 //	           hash ("" for a standalone entry), "1" to record the first seq
 //	           as the request's audit_gseq0, then entries (JSON, "seq":0
@@ -79,34 +63,41 @@ const (
 // Returns {"ok", the event cursor a cmdEvents wrote ("" when none)}, or
 // {what stopped it with nothing written}: "deadline", "duplicate",
 // "conflict", "notfound", "grants" or "notadmitted".
-var applyWrite = redis.NewScript("local argc = #ARGV\nlocal beforeCommands\n" + applyWriteSrc)
+var applyWrite = redis.NewScript("local argc = #ARGV\nlocal beforeCommands, notAdmitted\n" + applyWriteSrc)
 
 // applyWriteSrc is applyWrite's text, which reads its ARGV up to argc
-// (the last of its own: createAndQueue passes more after them), and runs
-// beforeCommands, when set, once its guards passed and before it writes
-// anything (createAndQueue queues the post then).
+// (the last of its own: createAndQueue passes more after them), refuses a
+// create that is not a duplicate when notAdmitted is true (createAndQueue
+// applied the agent's limits, which refused it: checked after the
+// duplicate check, so a resubmission is answered whatever the limits
+// say), and runs beforeCommands, when set, once its guards passed and
+// before it writes anything (createAndQueue confirms the request's slot
+// and queues its post then).
 const applyWriteSrc = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function admitted()
-  if ARGV[2] ~= '1' or ARGV[7] == '0' then return true end
-  local score = redis.call('ZSCORE', KEYS[tonumber(ARGV[7])], ARGV[8])
-  return score ~= false and tonumber(score) == tonumber(ARGV[9])
+-- Redis's clock, read only by a write that has a deadline or grants to
+-- check (not a create's, nearly always: one call of ~30 fewer).
+local now
+local function clock()
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now
 end
 if ARGV[2] == '1' then
   local h = redis.call('HMGET', KEYS[1], 'hash', 'agent')
   if h[1] then
     if h[1] == ARGV[3] and h[2] == ARGV[4] then return {'duplicate'} end
-    if not admitted() then return {'notadmitted'} end
+    if notAdmitted then return {'notadmitted'} end
     return {'conflict'}
   end
   if ARGV[5] == '1' then return {'notfound'} end
-  if not admitted() then return {'notadmitted'} end
+  if notAdmitted then return {'notadmitted'} end
 end
-local by = tonumber(ARGV[1])
-if by > 0 and now >= by then return {'deadline'} end
+local by = ARGV[1] + 0
+if by > 0 and clock() >= by then return {'deadline'} end
 if ARGV[2] == '1' and ARGV[6] ~= '0' then
-  if redis.call('ZCOUNT', KEYS[tonumber(ARGV[6])], '(' .. now, '+inf') > 0 then return {'grants'} end
+  if redis.call('ZCOUNT', KEYS[tonumber(ARGV[6])], '(' .. clock(), '+inf') > 0 then return {'grants'} end
 end
 local cursorAt = ''
 -- Fields a pseudo-command sets on the request's hash (stash: the key, then
@@ -159,7 +150,7 @@ local function xadd(a, j, id)
 end
 
 local function events(a, last)
-  local stream, at, req, cursor = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 3], ARGV[a + 4]
+  local stream, at, req, cursor = ARGV[a], ARGV[a + 1] + 0, ARGV[a + 3], ARGV[a + 4]
   if cursor == '' then
     -- Ids at the write's time, numbered on by Redis (XADD <ms>-*, Redis
     -- 7), unless the stream already holds a later one (another process's
@@ -189,9 +180,9 @@ local function events(a, last)
 end
 
 if beforeCommands then beforeCommands() end
-local i = 11
+local i = 7
 while i <= argc do
-  local n = tonumber(ARGV[i])
+  local n = ARGV[i] + 0
   local cmd = ARGV[i + 1]
   if stash and cmd == 'hset' and ARGV[i + 2] == stash[1] then
     for j = i + 3, i + n do stash[#stash + 1] = ARGV[j] end
@@ -212,15 +203,12 @@ while i <= argc do
   i = i + n + 1
 end
 flush()
-if ARGV[2] == '1' and ARGV[7] ~= '0' then
-  redis.call('ZADD', KEYS[tonumber(ARGV[7])], 'XX', ARGV[10], ARGV[8])
-end
 return {'ok', cursorAt}
 `
 
 // applyCommandsAt is the index in write.args's argv of the first
-// command's length (applyWrite's ARGV[11]).
-const applyCommandsAt = 10
+// command's length (applyWrite's ARGV[7]).
+const applyCommandsAt = 6
 
 // write is a recorded write and its guards.
 type write struct {
@@ -237,12 +225,6 @@ type createGuard struct {
 	hash, agent string
 	storedOnly  bool
 	grantsKey   string // the agent's grant copies of the shard; "": unchecked
-	// openKey is the agent's open-request count whose member id must hold
-	// openScore (the create's admission, createAdmitted), and is given
-	// openConfirmed as the create commits; "": unchecked.
-	openKey, id   string
-	openScore     int64
-	openConfirmed string
 }
 
 // Outcomes of applyWrite other than "ok", as errors.
@@ -289,10 +271,9 @@ func (w write) args(reqKey string) (keys []string, keyWords, argv []any) {
 	argv = make([]any, 0, n)
 	argv = append(argv, w.writeBy)
 	if g := w.create; g != nil {
-		argv = append(argv, "1", g.hash, g.agent, boolArg(g.storedOnly), key(g.grantsKey), key(g.openKey), g.id, g.openScore,
-			cmp.Or(g.openConfirmed, "0"))
+		argv = append(argv, "1", g.hash, g.agent, boolArg(g.storedOnly), key(g.grantsKey))
 	} else {
-		argv = append(argv, "0", "", "", "0", 0, 0, "", 0, "0")
+		argv = append(argv, "0", "", "", "0", 0)
 	}
 	for _, c := range w.cmds {
 		a := c.Args()

@@ -51,24 +51,11 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	guard := &createGuard{hash: n.BodyHash, agent: n.Agent, storedOnly: storedOnly}
 	var admit *admitCall
 	if adm != nil {
-		// The limits go first in the create's pipeline; the create is
-		// admitted only by the reservation they make, and must commit
-		// while it holds.
+		// The limits are applied by the create's script, before its
+		// guards; the create is admitted only by the slot they reserve.
+		// (No deadline: the slot is taken and confirmed in one step.)
 		c := s.admitCallFor(adm, n.ID)
 		admit = &c
-		guard.openKey, guard.id, guard.openScore = s.keys.openCount(adm.Agent), n.ID, c.slot.score
-		// Confirmed as of the reservation's deadline, not now: a member
-		// Held (one outliving a deleted request of this id) had a score
-		// confirmed before, which a reconcile may have read and would
-		// remove the member by. Now could equal that score on a coarse or
-		// stopped clock; the deadline is a lease later than the time its
-		// reservation was made, so it equals a score confirmed by the
-		// process clock only on a clock gone back a lease, and one
-		// confirmed by an earlier create's script only if the two
-		// reservations were made in the same millisecond (that create, the
-		// request's close, its deletion and this resubmission within it).
-		guard.openConfirmed = confirmedScore(c.slot.score)
-		writeBy = c.slot.CreateBy.UnixMilli()
 	}
 	if n.MatchGrants != nil {
 		// Checked in the script: with no live grant copy of the agent in
@@ -83,16 +70,15 @@ func (s *Store) Create(ctx context.Context, n NewRequest) (rec Record, created b
 	w := write{cmds: p.Cmds(), writeBy: writeBy, create: guard, sealShard: shardOf(n.ID)}
 	turn := PostTurn{Channel: n.Channel, ID: n.ID, Arrival: now}
 	var turnIn time.Duration
-	var admitted *redis.Cmd
-	rec.Events.Cursor, turnIn, admitted, err = s.applyQueued(ctx, s.keys.request(n.ID), w, turn, admit)
-	if admitted != nil && (!Unavailable(err) || errors.Is(err, ErrWriteDeadline)) {
-		// (A write past its deadline wrote nothing, for certain: the
-		// limits' answer is read, and the caller releases the slot.)
-		answer, answerErr := admitted.Slice()
-		err = s.settleAdmission(ctx, *admit, answer, answerErr, err)
+	var limits []any
+	rec.Events.Cursor, turnIn, limits, err = s.applyQueued(ctx, s.keys.request(n.ID), w, turn, admit)
+	if limits != nil {
+		// (The script answered: a write past its deadline, or stopped by
+		// another guard, wrote nothing, and the caller settles the slot.)
+		err = s.settleAdmission(ctx, *admit, limits, err)
 		if err == nil && adm.Slot.Allowed() {
-			// The create confirmed the slot as it committed (applyWrite's
-			// ARGV[10]): nothing left for the caller to confirm.
+			// The create confirmed the slot as it committed
+			// (createAndQueue): nothing left for the caller to confirm.
 			adm.Slot.confirmed = true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -30,9 +31,10 @@ import (
 // is queued once the write has applied, a round trip later. Should the
 // queuing fail, the post job queues itself when it runs (TakePostTurn).
 //
-// admit, when set, goes first in the pipeline (one Redis node only; see
-// Admission): admitted is its command, to read once the pipeline ran.
-func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn, admit *admitCall) (cursor string, turnIn time.Duration, admitted *redis.Cmd, err error) {
+// admit, when set, is the agent's limits (one Redis node only; see
+// Admission), applied by the same script before the create's guards:
+// limits is their answer, nil when the script did not answer.
+func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn PostTurn, admit *admitCall) (cursor string, turnIn time.Duration, limits []any, err error) {
 	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
 		// (Never with admit: a Cluster's Create admits first.)
 		qKeys, qArgs := s.queuePostArgs(turn)
@@ -44,9 +46,8 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 		return cursor, turnIn, nil, nil
 	}
 	// One node: the limits' keys, the channel's queue and the request's
-	// shard are in as many slots, which one node serves alike. The write
-	// and the queuing are one script (createAndQueue), the limits before
-	// it in the same round trip.
+	// shard are in as many slots, which one node serves alike. The limits,
+	// the write and the queuing are one script (createAndQueue).
 	ctx = oneNodeOnly(ctx)
 	keys, keyWords, argv := w.args(reqKey)
 	qKeys, qArgs := s.queuePostArgs(turn)
@@ -55,48 +56,92 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	if s.homeJobs {
 		homeAt = jobDueAt(argv, jobsKey, jobID(JobHome, turn.ID))
 	}
+	limitsKind, confirmed := "0", "0"
+	var lKeys []string
+	var lArgs []any
+	if admit != nil {
+		limitsKind, lKeys, lArgs = "1", admit.keys, admit.args
+		if admit.reserveFirst {
+			limitsKind = "2"
+		}
+		if want := limitsWords[limitsKind]; len(lKeys) != want[0] || len(lArgs) != want[1] {
+			return "", 0, nil, fmt.Errorf("store: the limits' call has %d keys and %d arguments, not the %d and %d createAndQueue reads",
+				len(lKeys), len(lArgs), want[0], want[1])
+		}
+		// Confirmed as of the reservation's deadline, not now: a member
+		// Held (one outliving a deleted request of this id) had a score
+		// confirmed before, which a reconcile may have read and would
+		// remove the member by. Now could equal that score on a coarse or
+		// stopped clock; the deadline is a lease later than the time its
+		// reservation was made, so it equals a score confirmed by the
+		// process clock only on a clock gone back a lease, and one
+		// confirmed by an earlier create's script only if the two
+		// reservations were made in the same millisecond (that create, the
+		// request's close, its deletion and this resubmission within it).
+		confirmed = confirmedScore(admit.slot.score)
+	}
 	// The command's words built at once (~190 on intake's path), where
 	// Script.EvalSha would copy keys and argv into a slice of its own.
-	nKeys := len(keys) + len(qKeys)
-	words := make([]any, 0, 3+nKeys+len(argv)+len(qArgs)+5)
+	nKeys := len(keys) + len(qKeys) + len(lKeys)
+	words := make([]any, 0, 3+nKeys+len(argv)+len(qArgs)+len(lArgs)+7)
 	words = append(words, "evalsha", createAndQueue.Hash(), nKeys)
 	words = append(words, keyWords...)
 	for _, k := range qKeys {
 		words = append(words, k)
 	}
+	for _, k := range lKeys {
+		words = append(words, k)
+	}
 	words = append(words, argv...)
 	words = append(words, qArgs...)
-	words = append(words, len(qKeys), len(qArgs), postAt, homeAt, homeAfterCreate.Milliseconds())
+	words = append(words, lArgs...)
+	words = append(words, len(qKeys), len(qArgs), postAt, homeAt, homeAfterCreate.Milliseconds(), limitsKind, confirmed)
 	c := redis.NewCmd(ctx, words...)
-	if admit != nil {
-		admitted = admit.cmd(ctx)
-		s.roundTrips.do(ctx, s.rdb, admitted, c)
-	} else {
-		s.roundTrips.do(ctx, s.rdb, c)
-	}
+	s.roundTrips.do(ctx, s.rdb, c)
 	if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
 		// Not run, so nothing was written: run it now (Run loads it).
-		c = createAndQueue.Run(ctx, s.rdb, append(keys, qKeys...), words[3+nKeys:]...)
+		c = createAndQueue.Run(ctx, s.rdb, slices.Concat(keys, qKeys, lKeys), words[3+nKeys:]...)
 	}
-	res, err := c.StringSlice()
-	if err == nil && len(res) == 0 {
+	answer, err := c.Slice()
+	if err == nil && admit != nil {
+		// {the create's answer, the limits' answer}
+		if len(answer) == 2 {
+			limits, _ = answer[1].([]any)
+			answer, _ = answer[0].([]any)
+		} else {
+			answer = nil
+		}
+	}
+	if err == nil && len(answer) == 0 {
 		err = errors.New("store: no answer from the create script")
 	}
 	if err != nil {
-		return "", 0, admitted, err
+		return "", 0, limits, err
+	}
+	res := make([]string, len(answer))
+	for i, v := range answer {
+		res[i], _ = v.(string)
+	}
+	if len(res) == 2 && res[0] == "error" {
+		// A command failed (the script caught it to answer the limits too).
+		return "", 0, limits, fmt.Errorf("store: the create script: %s", res[1])
 	}
 	if len(res) == 5 {
-		var answer []int64
+		var queued []int64
 		for _, v := range res[2:] {
 			n, _ := strconv.ParseInt(v, 10, 64)
-			answer = append(answer, n)
+			queued = append(queued, n)
 		}
-		turnIn = queuedPost(answer)
+		turnIn = queuedPost(queued)
 		res = res[:2]
 	}
 	cursor, err = s.applied(res, w)
-	return cursor, turnIn, admitted, err
+	return cursor, turnIn, limits, err
 }
+
+// limitsWords is how many keys and arguments createAndQueue reads as the
+// limits' of each kind ("1" admitIntake's, "2" reserveOpen's).
+var limitsWords = map[string][2]int{"1": {3, 11}, "2": {2, 6}}
 
 // createAndQueue is applyWrite with takePostTurn (as queuePostArgs asks
 // it) run once the write's guards passed, before it writes: a create and
@@ -110,26 +155,72 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 // the posts behind it wait for it until the time it was told and a grace,
 // as for a create whose process died before its post ran.
 //
-//	KEYS -> applyWrite's, then takePostTurn's
-//	ARGV -> applyWrite's, then takePostTurn's, then: how many of KEYS and
-//	        of ARGV are takePostTurn's; the index in ARGV of the post job's
-//	        due time in the write's ZADD of the shard's jobs, and of the Home
-//	        tabs job's (0: none); how long after the post's turn the Home
-//	        tabs job is due (homeAfterCreate), ms
+// Given the agent's limits (an Admission: admitIntake's or reserveOpen's
+// keys and arguments), it applies them first, and the create is admitted
+// only if they reserved it a slot, or found it holding one (applyWrite's
+// notAdmitted). The slot's member is written once: confirmed once the
+// create wrote (the request exists and is open from then on), or, a guard
+// having stopped it or a command failed, as the reservation the limits
+// made (hold), for the caller to settle (a failed command's error is
+// answered as {"error", its message}, with the limits' answer, which the
+// caller needs to settle). Two scripts in one pipeline, the limits' and
+// the create's, needed the reservation written, checked by the create
+// (ZSCORE) and confirmed (ZADD XX): three calls of a set as large as the
+// agent's open requests, and a script's round of its own (issue #17).
+//
+//	KEYS -> applyWrite's, then takePostTurn's, then the limits'
+//	ARGV -> applyWrite's, then takePostTurn's, then the limits', then:
+//	        how many of KEYS and of ARGV are takePostTurn's; the index in
+//	        ARGV of the post job's due time in the write's ZADD of the
+//	        shard's jobs, and of the Home tabs job's (0: none); how long
+//	        after the post's turn the Home tabs job is due
+//	        (homeAfterCreate), ms; the limits: "0" none, "1" admitIntake's
+//	        (3 keys, 11 arguments), "2" reserveOpen's alone (2 and 6); the
+//	        slot's confirmed score (confirmedScore)
 //
 // Returns applyWrite's answer; when it wrote ("ok") and the queuing did
-// not fail, followed by takePostTurn's three numbers, as strings.
+// not fail, followed by takePostTurn's three numbers, as strings. Given
+// limits, returns {that answer, the limits' answer}.
 var createAndQueue = redis.NewScript(`
-local nk, na = tonumber(ARGV[#ARGV - 4]), tonumber(ARGV[#ARGV - 3])
-local postAt, homeAt, homeAfter = tonumber(ARGV[#ARGV - 2]), tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
-local argc = #ARGV - 5 - na
+local t0 = #ARGV - 7
+local nk, na = ARGV[t0 + 1] + 0, ARGV[t0 + 2] + 0
+local postAt, homeAt, homeAfter = ARGV[t0 + 3] + 0, ARGV[t0 + 4] + 0, ARGV[t0 + 5] + 0
+-- The limits: admitIntake's 3 keys and 11 arguments, reserveOpen's 2
+-- and 6, or none.
+local limits = ARGV[t0 + 6]
+local nlk, nla = 0, 0
+if limits == '1' then nlk, nla = 3, 11 elseif limits == '2' then nlk, nla = 2, 6 end
+local argc = t0 - na - nla
 local function turn(KEYS, ARGV)
 ` + takePostTurnSrc + `
+end
+local limited, notAdmitted, slotKey, slotID, held
+if limits ~= '0' then
+  local lk, la = {}, {}
+  for j = #KEYS - nlk + 1, #KEYS do lk[#lk + 1] = KEYS[j] end
+  for j = argc + na + 1, argc + na + nla do la[#la + 1] = ARGV[j] end
+  -- The reservation, written only should a guard stop the create.
+  local function hold(key, score, id) held = {key, score, id} end
+  local code
+  if limits == '1' then
+    limited = (function(KEYS, ARGV)
+` + admitIntakeSrc + `
+    end)(lk, la)
+    code = limited[1] == 1 and limited[4]
+    slotKey, slotID = lk[2], la[9]
+  else
+    limited = (function(KEYS, ARGV)
+` + reserveOpenSrc + `
+    end)(lk, la)
+    code = limited[1]
+    slotKey, slotID = lk[1], la[4]
+  end
+  notAdmitted = code ~= 1 and code ~= 2
 end
 local queued
 local function beforeCommands()
   local tk, ta = {}, {}
-  for j = #KEYS - nk + 1, #KEYS do tk[#tk + 1] = KEYS[j] end
+  for j = #KEYS - nlk - nk + 1, #KEYS - nlk do tk[#tk + 1] = KEYS[j] end
   for j = argc + 1, argc + na do ta[#ta + 1] = ARGV[j] end
   -- The write goes on whatever the queuing does (a script is not rolled
   -- back): should it fail, the post job queues itself when it runs.
@@ -137,7 +228,7 @@ local function beforeCommands()
   if not ok then return end
   queued = q
   if q[1] == 0 and postAt > 0 then
-    local due = tonumber(ta[1]) + q[2]
+    local due = ta[1] + q[2]
     ARGV[postAt] = string.format('%d', due)
     if homeAt > 0 then ARGV[homeAt] = string.format('%d', due + homeAfter) end
   end
@@ -145,9 +236,27 @@ end
 local function write()
 ` + applyWriteSrc + `
 end
-local res = write()
-if res[1] ~= 'ok' or not queued then return res end
-return {res[1], res[2], string.format('%d', queued[1]), string.format('%d', queued[2]), string.format('%d', queued[3])}
+if not limited then
+  local res = write()
+  if res[1] == 'ok' and queued then
+    res = {res[1], res[2], string.format('%d', queued[1]), string.format('%d', queued[2]), string.format('%d', queued[3])}
+  end
+  return res
+end
+local ok, res = pcall(write)
+if ok and res[1] == 'ok' then
+  redis.call('ZADD', slotKey, ARGV[t0 + 7], slotID)
+  if queued then
+    res = {res[1], res[2], string.format('%d', queued[1]), string.format('%d', queued[2]), string.format('%d', queued[3])}
+  end
+  return {res, limited}
+end
+if held then redis.call('ZADD', held[1], held[2], held[3]) end
+if not ok then
+  if type(res) == 'table' then res = res.err end
+  res = {'error', tostring(res)}
+end
+return {res, limited}
 `)
 
 // jobDueAt is the index in applyWrite's ARGV (Lua's, from 1) of the due

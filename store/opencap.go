@@ -21,12 +21,14 @@ import (
 //     in); store.Admit does it in the same script as the rate. The create
 //     then runs under WriteBy(OpenSlot.CreateBy), a deadline its script
 //     checks against Redis's own clock, well before the reservation's.
+//     On one Redis node, where Create applies the limits in its own script
+//     (AdmitOnCreate, createAndQueue), the reservation is written only if
+//     a guard stops the create: the member is written once, confirmed as
+//     the create commits, Held or Reserved (the request exists from then
+//     on), and the caller has nothing left to confirm; no deadline is
+//     needed, nothing coming between the slot and the create.
 //  2. ConfirmOpen (or ConfirmOpenLater, off intake's path) makes it a
-//     confirmed member once the create committed; on one Redis node, where
-//     Create applies the limits in its own round trip (AdmitOnCreate), the
-//     create's script confirms it as it commits, Held or Reserved (it
-//     checked the member is this intake's reservation, and the request
-//     exists from then on), and the caller has nothing left to confirm;
+//     confirmed member once the create committed (on one node, done);
 //     SettleOpen confirms or releases it when the create did not create
 //     (a resubmission, a conflict, a refusal). A request already counted
 //     takes no slot (Held): its member becomes this intake's reservation,
@@ -95,7 +97,7 @@ type OpenSlot struct {
 	agent, id string
 	score     int64 // the reservation's deadline, as stored
 	// confirmed: the create confirmed it as it committed (on one Redis
-	// node, Create under an Admission: applyWrite's ARGV[10]).
+	// node, Create under an Admission: createAndQueue).
 	confirmed bool
 }
 

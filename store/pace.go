@@ -92,7 +92,7 @@ type Pacing struct {
 var takePostTurn = redis.NewScript(takePostTurnSrc)
 
 const takePostTurnSrc = `
-local now, iv, settle, grace, lead = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local now, iv, settle, grace, lead = ARGV[1] + 0, ARGV[2] + 0, ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
 local id, askOnly = ARGV[3], ARGV[8] == '1'
 local added = redis.call('ZADD', KEYS[2], 'NX', ARGV[4], id)
 if ARGV[8] == '2' then
@@ -118,10 +118,10 @@ if not askOnly then
   end
 end
 local st = redis.call('HMGET', KEYS[1], 't', 'h', 'p', 'pu', 'c', 'x')
-local slot = math.max(tonumber(st[1] or '0') + iv, tonumber(st[2] or '0'))
+local slot = math.max((st[1] or 0) + iv, (st[2] or 0) + 0)
 local busy = st[3] and tonumber(st[4]) + grace > now
 if st[3] and not busy then redis.call('HDEL', KEYS[1], 'p', 'pu') end
-local ready = tonumber(head[2]) + settle
+local ready = head[2] + settle
 local rank = redis.call('ZRANK', KEYS[2], id)
 -- The queue's keys live as long as its last post may wait, and more. Asked
 -- at intake, the post just queued is the newest (its rank the queue's
@@ -158,8 +158,8 @@ end
 -- no call of their own (issue #17: two calls of every create's).
 local renew = true
 if askOnly then
-  ttl = math.max(ttl, tonumber(ARGV[9]))
-  renew = rank == 0 or tonumber(st[6] or '0') < now + ttl
+  ttl = math.max(ttl, ARGV[9] + 0)
+  renew = rank == 0 or (st[6] or 0) + 0 < now + ttl
   if renew then ttl = ttl + ` + renewSpareMs + ` end
 end
 -- Numbers go to Redis as strings made here: a Lua number passed to
@@ -174,7 +174,7 @@ if askOnly and goesNext then
   -- x no later than that stays true, and the posts queued behind this one
   -- record theirs. A later x is lowered: the queue may be new (the one x
   -- was kept for emptied and deleted), with no more than this TTL.
-  if tonumber(st[6] or '0') > now + ttl then redis.call('HSET', KEYS[1], 'x', lastsUntil) end
+  if (st[6] or 0) + 0 > now + ttl then redis.call('HSET', KEYS[1], 'x', lastsUntil) end
   expire(KEYS[1])
   return {2, 0, added}
 end
