@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/approvalbot/approvalbot/aah"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,14 +28,16 @@ import (
 // Without them every write had to WATCH the shard's audit head and event
 // stream, and concurrent writes to a shard retried each other.
 //
-// A third is shorthand: cmdIndex adds one member with one score to several
-// sorted sets (a new request to its indexes), in the words of one command
-// rather than a ZADD each (five words each: issue #17, every word is a Lua
-// string made and hashed in Redis, and a value boxed in Go).
+// A third is shorthand: cmdCreate writes a new request's hash, document,
+// jobs and indexes (queueCreate) from its values alone, in the words of one
+// command rather than the five commands' (HSET, SET, ZADD of the jobs, a
+// ZADD per index), which repeated the request's id, time and key and named
+// every field: issue #17, every word is a Lua string made, hashed and
+// copied in Redis (~1,200 instructions), and a value boxed in Go.
 const (
 	cmdGlobalAudit = "@global_audit"
 	cmdEvents      = "@events"
-	cmdIndex       = "@index"
+	cmdCreate      = "@create"
 )
 
 // applyWrite runs a recorded write.
@@ -58,7 +61,13 @@ const (
 //	           cmdEvents: stream, now ms, MINID, request hash, cursor field
 //	           ("": none), then 5 words per event: request_id, agent,
 //	           type, at, data.
-//	           cmdIndex: score, member, then the sorted sets to add it to.
+//	           cmdCreate (the request's hash is KEYS[1]): document key
+//	           (not a field: storedDocument says why), document, jobs key, now ms (received_ms, updated_ms and the
+//	           indexes' score), id (the indexes' member), agent, body hash,
+//	           channel, audit_head, deadline index key and score ("" when
+//	           none), the number of job words then the jobs' score and
+//	           member pairs, the number of other field words then those
+//	           fields' name and value pairs, then the index keys.
 //
 // Returns {"ok", the event cursor a cmdEvents wrote ("" when none)}, or
 // {what stopped it with nothing written}: "deadline", "duplicate",
@@ -179,6 +188,28 @@ local function events(a, last)
   end
 end
 
+-- A new request (cmdCreate, its words at a .. last); fields the global
+-- audit stashed for its hash are written with its own.
+local function create(a, last)
+  if stash and stash[1] ~= KEYS[1] then flush() end
+  local h = stash or {KEYS[1]}
+  stash = nil
+  local ms, id = ARGV[a + 3], ARGV[a + 4]
+  local n = #h
+  h[n + 1], h[n + 2], h[n + 3], h[n + 4] = 'agent', ARGV[a + 5], 'status', '` + string(aah.StatusPending) + `'
+  h[n + 5], h[n + 6], h[n + 7], h[n + 8] = 'hash', ARGV[a + 6], 'channel', ARGV[a + 7]
+  h[n + 9], h[n + 10], h[n + 11], h[n + 12] = 'received_ms', ms, 'updated_ms', ms
+  h[n + 13], h[n + 14] = 'audit_head', ARGV[a + 8]
+  local jobs = a + 12
+  local more = jobs + ARGV[a + 11]
+  for j = more + 1, more + ARGV[more] do h[#h + 1] = ARGV[j] end
+  redis.call('HSET', unpack(h))
+  redis.call('SET', ARGV[a], ARGV[a + 1])
+  if more > jobs then redis.call('ZADD', ARGV[a + 2], unpack(ARGV, jobs, more - 1)) end
+  for j = more + ARGV[more] + 1, last do redis.call('ZADD', ARGV[j], ms, id) end
+  if ARGV[a + 9] ~= '' then redis.call('ZADD', ARGV[a + 9], ARGV[a + 10], id) end
+end
+
 if beforeCommands then beforeCommands() end
 local i = 7
 while i <= argc do
@@ -188,14 +219,14 @@ while i <= argc do
     for j = i + 3, i + n do stash[#stash + 1] = ARGV[j] end
     redis.call('HSET', unpack(stash))
     stash = nil
+  elseif cmd == '` + cmdCreate + `' then
+    create(i + 2, i + n)
   else
     flush()
     if cmd == '` + cmdGlobalAudit + `' then
       globalAudit(i + 2, i + n)
     elseif cmd == '` + cmdEvents + `' then
       events(i + 2, i + n)
-    elseif cmd == '` + cmdIndex + `' then
-      for j = i + 4, i + n do redis.call('ZADD', ARGV[j], ARGV[i + 2], ARGV[i + 3]) end
     else
       redis.call(unpack(ARGV, i + 1, i + n))
     end
@@ -287,8 +318,8 @@ func (w write) args(reqKey string) (keys []string, keyWords, argv []any) {
 		case cmdEvents:
 			key(a[1])
 			key(a[4])
-		case cmdIndex:
-			for _, k := range a[3:] {
+		case cmdCreate:
+			for _, k := range createKeys(a) {
 				key(k)
 			}
 		case "publish":
@@ -300,6 +331,28 @@ func (w write) args(reqKey string) (keys []string, keyWords, argv []any) {
 	}
 	return keys, keyWords, argv
 }
+
+// createKeys are the keys a cmdCreate's words a name, other than the
+// request's hash (KEYS[1]): its document, jobs, deadline index (when it
+// has a deadline) and indexes.
+func createKeys(a []any) []any {
+	keys := []any{a[createDocKey], a[createJobsKey]}
+	if a[createDeadlineKey] != "" {
+		keys = append(keys, a[createDeadlineKey])
+	}
+	jobs, _ := a[createJobWords].(int)
+	more := createJobWords + 1 + jobs
+	fields, _ := a[more].(int)
+	return append(keys, a[more+1+fields:]...)
+}
+
+// Where cmdCreate's words are, counted from its name (0).
+const (
+	createDocKey      = 1
+	createJobsKey     = 3
+	createDeadlineKey = 10
+	createJobWords    = 12 // the number of words of the jobs' pairs that follow
+)
 
 func boolArg(b bool) string {
 	if b {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/approvalbot/approvalbot/aah"
@@ -202,12 +201,9 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	// A field that would hold its default (no response_url, no timers, no
 	// reviewers, version 1) is not written: every field of a hash costs
 	// ~50 bytes of Redis, and decodeRecord reads an absent one as its
-	// default. Nor is the id: the key names it.
-	fields := make([]any, 0, 28)
-	fields = append(fields, "agent", n.Agent, "status", string(aah.StatusPending),
-		"hash", n.BodyHash, "channel", n.Channel,
-		"received_ms", strconv.FormatInt(ms, 10), "updated_ms", strconv.FormatInt(ms, 10),
-		"audit_head", reqHead.field())
+	// default. Nor is the id: the key names it. The fields every request
+	// has are cmdCreate's own (applyWrite names them); these are the others.
+	fields := make([]any, 0, 12)
 	if n.ResponseURL != "" {
 		fields = append(fields, "response_url", n.ResponseURL)
 	}
@@ -224,11 +220,6 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 		fields = append(fields, unnamedField, "1")
 	}
 	fields = createEventsFields(n.Events, fields)
-	// The hash right after the audit entry: the write script sets the
-	// global entry's sequence fields with it, in one HSET (applyWrite).
-	p.HSet(ctx, s.keys.request(n.ID), fields...)
-	p.Set(ctx, s.keys.document(n.ID), encodeDoc(n.Document), 0) // not a field: storedDocument says why
-	p.ZAdd(ctx, s.keys.jobs(shard).due, jobs...)
 	// Exactly what Get will read back (store_test checks it), made
 	// without decoding the fields just encoded.
 	rec := Record{ID: n.ID, Agent: n.Agent, Status: aah.StatusPending, Document: n.Document, BodyHash: n.BodyHash,
@@ -248,15 +239,24 @@ func (s *Store) queueCreate(ctx context.Context, p redis.Pipeliner, n NewRequest
 	if n.Unnamed {
 		idxs = append(idxs, s.keys.unnamedIndex(shard))
 	}
-	index := make([]any, 0, 3+len(idxs))
-	index = append(index, cmdIndex, ms, n.ID)
-	for _, idx := range idxs {
-		index = append(index, idx)
-	}
-	p.Do(ctx, index...)
+	var deadlineKey, deadlineScore any = "", ""
 	if !n.Deadline.IsZero() {
-		p.ZAdd(ctx, s.keys.deadlineIndex(shard), redis.Z{Score: float64(n.Deadline.UnixMilli()), Member: n.ID})
+		deadlineKey, deadlineScore = s.keys.deadlineIndex(shard), float64(n.Deadline.UnixMilli())
 	}
+	// The hash right after the audit entry: the write script sets the
+	// global entry's sequence fields with it, in one HSET (applyWrite).
+	words := make([]any, 0, 14+2*len(jobs)+len(fields)+len(idxs))
+	words = append(words, cmdCreate, s.keys.document(n.ID), encodeDoc(n.Document), s.keys.jobs(shard).due,
+		ms, n.ID, n.Agent, n.BodyHash, n.Channel, reqHead.field(), deadlineKey, deadlineScore, 2*len(jobs))
+	for _, j := range jobs {
+		words = append(words, j.Score, j.Member)
+	}
+	words = append(words, len(fields))
+	words = append(words, fields...)
+	for _, idx := range idxs {
+		words = append(words, idx)
+	}
+	p.Do(ctx, words...)
 	return rec, reqHead
 }
 

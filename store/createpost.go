@@ -268,9 +268,10 @@ func jobDueAt(argv []any, jobsKey, job string) int {
 		if n < 1 {
 			return 0
 		}
-		if cmd, _ := argv[i+1].(string); cmd == "zadd" && n > 2 && argv[i+2] == jobsKey {
-			// zadd, key, then score and member pairs.
-			for m := i + 4; m <= i+n; m += 2 {
+		if cmd, _ := argv[i+1].(string); cmd == cmdCreate && argv[i+1+createJobsKey] == jobsKey {
+			// The jobs' score and member pairs follow their count.
+			words, _ := argv[i+1+createJobWords].(int)
+			for m := i + 2 + createJobWords + 1; m < i+2+createJobWords+words; m += 2 {
 				if argv[m] == job {
 					return m // the score's, 0-based m-1, in Lua m
 				}
