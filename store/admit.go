@@ -19,7 +19,7 @@ import (
 //	KEYS[2..3] -> reserveOpen's KEYS[1..2]
 //	ARGV[1..4] -> takeToken's ARGV
 //	ARGV[5]    -> "1" to reserve a slot when the token was taken, "0" not
-//	ARGV[6..11] -> reserveOpen's ARGV
+//	ARGV[6..9] -> reserveOpen's ARGV
 //
 // Returns takeToken's answer followed, when a slot was asked for and the
 // token taken, by reserveOpen's.
@@ -97,7 +97,7 @@ func (s *Store) admitCallFor(adm *Admission, id string) admitCall {
 	now := s.nowMs()
 	slot := OpenSlot{agent: adm.Agent, id: id, score: now + adm.Lease.Milliseconds(), CreateBy: time.Now().Add(adm.Lease / 2)}
 	c := admitCall{adm: adm, now: now, slot: slot}
-	reserve := []any{now, slot.score, adm.MaxOpen, id, OpenReconcileEvery.Milliseconds(), openConfirmedArg}
+	reserve := []any{now, slot.score, adm.MaxOpen, id}
 	if adm.Rate.Off() {
 		c.script, c.reserveFirst = reserveOpen, true
 		c.keys = []string{s.keys.openCount(adm.Agent), s.keys.openMeta(adm.Agent)}

@@ -51,6 +51,10 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	ctx = oneNodeOnly(ctx)
 	keys, keyWords, argv := w.args(reqKey)
 	qKeys, qArgs := s.queuePostArgs(turn)
+	if len(qKeys) != turnWords[0] || len(qArgs) != turnWords[1] {
+		return "", 0, nil, fmt.Errorf("store: the post's queuing has %d keys and %d arguments, not the %d and %d createAndQueue reads",
+			len(qKeys), len(qArgs), turnWords[0], turnWords[1])
+	}
 	jobsKey := s.keys.jobs(shardOf(turn.ID)).due
 	postAt, homeAt := jobDueAt(argv, jobsKey, jobID(JobPost, turn.ID)), 0
 	if s.homeJobs {
@@ -83,7 +87,7 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	// The command's words built at once (~190 on intake's path), where
 	// Script.EvalSha would copy keys and argv into a slice of its own.
 	nKeys := len(keys) + len(qKeys) + len(lKeys)
-	words := make([]any, 0, 3+nKeys+len(argv)+len(qArgs)+len(lArgs)+7)
+	words := make([]any, 0, 3+nKeys+len(argv)+len(qArgs)+len(lArgs)+4)
 	words = append(words, "evalsha", createAndQueue.Hash(), nKeys)
 	words = append(words, keyWords...)
 	for _, k := range qKeys {
@@ -95,7 +99,7 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	words = append(words, argv...)
 	words = append(words, qArgs...)
 	words = append(words, lArgs...)
-	words = append(words, len(qKeys), len(qArgs), postAt, homeAt, homeAfterCreate.Milliseconds(), limitsKind, confirmed)
+	words = append(words, postAt, homeAt, limitsKind, confirmed)
 	c := redis.NewCmd(ctx, words...)
 	s.roundTrips.do(ctx, s.rdb, c)
 	if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
@@ -139,9 +143,13 @@ func (s *Store) applyQueued(ctx context.Context, reqKey string, w write, turn Po
 	return cursor, turnIn, limits, err
 }
 
-// limitsWords is how many keys and arguments createAndQueue reads as the
-// limits' of each kind ("1" admitIntake's, "2" reserveOpen's).
-var limitsWords = map[string][2]int{"1": {3, 11}, "2": {2, 6}}
+// How many keys and arguments createAndQueue reads as takePostTurn's
+// (queuePostArgs), and as the limits' of each kind ("1" admitIntake's, "2"
+// reserveOpen's): written into its text, not passed with every create.
+var (
+	turnWords   = [2]int{2, 9}
+	limitsWords = map[string][2]int{"1": {3, 9}, "2": {2, 4}}
+)
 
 // createAndQueue is applyWrite with takePostTurn (as queuePostArgs asks
 // it) run once the write's guards passed, before it writes: a create and
@@ -169,27 +177,28 @@ var limitsWords = map[string][2]int{"1": {3, 11}, "2": {2, 6}}
 // agent's open requests, and a script's round of its own (issue #17).
 //
 //	KEYS -> applyWrite's, then takePostTurn's, then the limits'
-//	ARGV -> applyWrite's, then takePostTurn's, then the limits', then:
-//	        how many of KEYS and of ARGV are takePostTurn's; the index in
-//	        ARGV of the post job's due time in the write's ZADD of the
-//	        shard's jobs, and of the Home tabs job's (0: none); how long
-//	        after the post's turn the Home tabs job is due
-//	        (homeAfterCreate), ms; the limits: "0" none, "1" admitIntake's
-//	        (3 keys, 11 arguments), "2" reserveOpen's alone (2 and 6); the
-//	        slot's confirmed score (confirmedScore)
+//	ARGV -> applyWrite's, then takePostTurn's, then the limits' (as many as
+//	        turnWords and limitsWords say), then: the index in ARGV of the
+//	        post job's due time in the write's jobs (cmdCreate's), and of
+//	        the Home tabs job's (0: none), which are made due
+//	        homeAfterCreate after the post's turn; the limits: "0" none,
+//	        "1" admitIntake's, "2" reserveOpen's alone; the slot's
+//	        confirmed score (confirmedScore)
 //
 // Returns applyWrite's answer; when it wrote ("ok") and the queuing did
 // not fail, followed by takePostTurn's three numbers, as strings. Given
 // limits, returns {that answer, the limits' answer}.
 var createAndQueue = redis.NewScript(`
-local t0 = #ARGV - 7
-local nk, na = ARGV[t0 + 1] + 0, ARGV[t0 + 2] + 0
-local postAt, homeAt, homeAfter = ARGV[t0 + 3] + 0, ARGV[t0 + 4] + 0, ARGV[t0 + 5] + 0
--- The limits: admitIntake's 3 keys and 11 arguments, reserveOpen's 2
--- and 6, or none.
-local limits = ARGV[t0 + 6]
+local t0 = #ARGV - 4
+local nk, na = ` + strconv.Itoa(turnWords[0]) + `, ` + strconv.Itoa(turnWords[1]) + `
+local postAt, homeAt, homeAfter = ARGV[t0 + 1] + 0, ARGV[t0 + 2] + 0, ` + strconv.FormatInt(homeAfterCreate.Milliseconds(), 10) + `
+local limits = ARGV[t0 + 3]
 local nlk, nla = 0, 0
-if limits == '1' then nlk, nla = 3, 11 elseif limits == '2' then nlk, nla = 2, 6 end
+if limits == '1' then
+  nlk, nla = ` + strconv.Itoa(limitsWords["1"][0]) + `, ` + strconv.Itoa(limitsWords["1"][1]) + `
+elseif limits == '2' then
+  nlk, nla = ` + strconv.Itoa(limitsWords["2"][0]) + `, ` + strconv.Itoa(limitsWords["2"][1]) + `
+end
 local argc = t0 - na - nla
 local function turn(KEYS, ARGV)
 ` + takePostTurnSrc + `
@@ -245,7 +254,7 @@ if not limited then
 end
 local ok, res = pcall(write)
 if ok and res[1] == 'ok' then
-  redis.call('ZADD', slotKey, ARGV[t0 + 7], slotID)
+  redis.call('ZADD', slotKey, ARGV[t0 + 4], slotID)
   if queued then
     res = {res[1], res[2], string.format('%d', queued[1]), string.format('%d', queued[2]), string.format('%d', queued[3])}
   end

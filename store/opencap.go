@@ -117,8 +117,7 @@ func (s *Store) ReserveOpen(ctx context.Context, agent, id string, max int, leas
 	for range 4 {
 		now := s.nowMs()
 		slot := OpenSlot{agent: agent, id: id, score: now + lease.Milliseconds(), CreateBy: time.Now().Add(lease / 2)}
-		res, err := reserveOpen.Run(ctx, s.rdb, []string{count, meta}, now, slot.score, max, id,
-			OpenReconcileEvery.Milliseconds(), openConfirmedArg).Slice()
+		res, err := reserveOpen.Run(ctx, s.rdb, []string{count, meta}, now, slot.score, max, id).Slice()
 		if err != nil {
 			return OpenSlot{}, fmt.Errorf("store: reserve an open request slot of %s: %w", agent, err)
 		}

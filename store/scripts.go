@@ -1,6 +1,10 @@
 package store
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Every Lua script approvalbot runs. Each one receives all of its keys through
 // KEYS (never building a key name inside Lua) and all keys of one call share a
@@ -244,17 +248,17 @@ return 1
 // at its request (opencap.go), so a create that committed but was never
 // confirmed is never dropped from the count.
 //
-// At the cap, the first refusal in every ARGV[5] ms returns the members,
-// for the caller to reconcile them with their requests' statuses.
+// At the cap, the first refusal in every OpenReconcileEvery returns the
+// members, for the caller to reconcile them with their requests' statuses.
+// (That period and openConfirmed are written into the script's text, not
+// passed: a create passes each of its words at a cost, issue #17.)
 //
-//	KEYS[1] -> <p>:open:{<agent>}        zset: request id -> reservation deadline ms, or ARGV[6] + ms once confirmed
+//	KEYS[1] -> <p>:open:{<agent>}        zset: request id -> reservation deadline ms, or openConfirmed + ms once confirmed
 //	KEYS[2] -> <p>:open:{<agent>}:meta   hash: seed = trusted until, ms; check = no reconcile before, ms
 //	ARGV[1] -> now, Unix ms
 //	ARGV[2] -> the reservation's deadline, Unix ms
 //	ARGV[3] -> the cap (1 or more)
 //	ARGV[4] -> request id
-//	ARGV[5] -> least time between two reconciles, ms
-//	ARGV[6] -> the least score of a confirmed member (openConfirmed)
 //
 // Returns {code, count}: code 1 reserved (count includes it), 2 already a
 // member (nothing taken), 0 refused at the cap, 3 not seeded (nothing done:
@@ -271,12 +275,12 @@ var reserveOpen = redis.NewScript(holdReservation + reserveOpenSrc)
 // the reservation is written at once.
 const holdReservation = "local function hold(key, score, id) redis.call('ZADD', key, score, id) end\n"
 
-const reserveOpenSrc = `
+var reserveOpenSrc = `
 local now, deadline, cap = ARGV[1] + 0, ARGV[2] + 0, ARGV[3] + 0
 if (redis.call('HGET', KEYS[2], 'seed') or 0) + 0 <= now then return {3, 0} end
 local cur = redis.call('ZSCORE', KEYS[1], ARGV[4])
 if cur then
-  if tonumber(cur) < deadline or tonumber(cur) >= tonumber(ARGV[6]) then hold(KEYS[1], ARGV[2], ARGV[4]) end
+  if cur + 0 < deadline or cur + 0 >= ` + openConfirmedArg + ` then hold(KEYS[1], ARGV[2], ARGV[4]) end
   return {2, redis.call('ZCARD', KEYS[1])}
 end
 local n = redis.call('ZCARD', KEYS[1])
@@ -285,7 +289,7 @@ if n < cap then
   return {1, n + 1}
 end
 if tonumber(redis.call('HGET', KEYS[2], 'check') or '0') > now then return {0, n} end
-redis.call('HSET', KEYS[2], 'check', string.format('%d', now + tonumber(ARGV[5])))
+redis.call('HSET', KEYS[2], 'check', string.format('%d', now + ` + strconv.FormatInt(OpenReconcileEvery.Milliseconds(), 10) + `))
 local out = {4, n}
 for _, v in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')) do out[#out + 1] = v end
 return out
