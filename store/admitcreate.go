@@ -89,5 +89,11 @@ func (s *Store) admitThenCreate(ctx context.Context, adm *Admission, n NewReques
 		}
 		return rec, created, err
 	}
-	return s.Create(WriteBy(ctx, slot.CreateBy), n)
+	// Under the reservation's deadline, or the caller's own if that is
+	// sooner: a deadline the caller gave is never pushed back.
+	by := slot.CreateBy
+	if at, ok := ctx.Value(writeByKey{}).(time.Time); ok && at.Before(by) {
+		by = at
+	}
+	return s.Create(WriteBy(ctx, by), n)
 }

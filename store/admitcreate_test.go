@@ -147,7 +147,8 @@ func TestCreateNotAdmittedLeavesTheChannelAlone(t *testing.T) {
 
 // A create past a write deadline its caller gave wrote nothing, for
 // certain: its limits' answer is still read, so the caller has the
-// reservation to release.
+// reservation to release. (On a Cluster, whose create follows its limits
+// by a round trip, under the sooner of that deadline and its slot's.)
 func TestCreatePastItsDeadlineReportsItsReservation(t *testing.T) {
 	t.Parallel()
 	for name, b := range backends() {
