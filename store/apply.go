@@ -62,12 +62,13 @@ const (
 //	           ("": none), then 5 words per event: request_id, agent,
 //	           type, at, data.
 //	           cmdCreate (the request's hash is KEYS[1]): document key
-//	           (not a field: storedDocument says why), document, jobs key, now ms (received_ms, updated_ms and the
-//	           indexes' score), id (the indexes' member), agent, body hash,
-//	           channel, audit_head, deadline index key and score ("" when
-//	           none), the number of job words then the jobs' score and
-//	           member pairs, the number of other field words then those
-//	           fields' name and value pairs, then the index keys.
+//	           (not a field: storedDocument says why), document, jobs key,
+//	           now ms (received_ms, updated_ms and the indexes' score), id
+//	           (the indexes' member), agent, body hash, channel,
+//	           audit_head, deadline index key and score ("" when none),
+//	           the number of job words then the jobs' score and member
+//	           pairs, the number of other field words then those fields'
+//	           name and value pairs, then the index keys.
 //
 // Returns {"ok", the event cursor a cmdEvents wrote ("" when none)}, or
 // {what stopped it with nothing written}: "deadline", "duplicate",
@@ -80,8 +81,7 @@ var applyWrite = redis.NewScript("local argc = #ARGV\nlocal beforeCommands, notA
 // applied the agent's limits, which refused it: checked after the
 // duplicate check, so a resubmission is answered whatever the limits
 // say), and runs beforeCommands, when set, once its guards passed and
-// before it writes anything (createAndQueue confirms the request's slot
-// and queues its post then).
+// before it writes anything (createAndQueue queues the post then).
 const applyWriteSrc = `
 -- Redis's clock, read only by a write that has a deadline or grants to
 -- check (not a create's, nearly always: one call of ~30 fewer).
@@ -332,7 +332,7 @@ func (w write) args(reqKey string) (keys []string, keyWords, argv []any) {
 	return keys, keyWords, argv
 }
 
-// createKeys are the keys a cmdCreate's words a name, other than the
+// createKeys are the keys a cmdCreate's words name, other than the
 // request's hash (KEYS[1]): its document, jobs, deadline index (when it
 // has a deadline) and indexes.
 func createKeys(a []any) []any {

@@ -245,32 +245,30 @@ end
 local function write()
 ` + applyWriteSrc + `
 end
-if not limited then
-  local res = write()
+-- The write's answer, with the queuing's three numbers when it wrote.
+local function answered(res)
   if res[1] == 'ok' and queued then
-    res = {res[1], res[2], string.format('%d', queued[1]), string.format('%d', queued[2]), string.format('%d', queued[3])}
+    return {res[1], res[2], string.format('%d', queued[1]), string.format('%d', queued[2]), string.format('%d', queued[3])}
   end
   return res
 end
+if not limited then return answered(write()) end
 local ok, res = pcall(write)
 if ok and res[1] == 'ok' then
   redis.call('ZADD', slotKey, ARGV[t0 + 4], slotID)
-  if queued then
-    res = {res[1], res[2], string.format('%d', queued[1]), string.format('%d', queued[2]), string.format('%d', queued[3])}
-  end
-  return {res, limited}
+elseif held then
+  redis.call('ZADD', held[1], held[2], held[3])
 end
-if held then redis.call('ZADD', held[1], held[2], held[3]) end
 if not ok then
   if type(res) == 'table' then res = res.err end
   res = {'error', tostring(res)}
 end
-return {res, limited}
+return {answered(res), limited}
 `)
 
 // jobDueAt is the index in applyWrite's ARGV (Lua's, from 1) of the due
-// time of job in the write's ZADD of the jobs set jobsKey, 0 when it has
-// none: createAndQueue gives it the post's turn there.
+// time of job among the jobs of the write's cmdCreate in the set jobsKey,
+// 0 when it has none: createAndQueue gives it the post's turn there.
 func jobDueAt(argv []any, jobsKey, job string) int {
 	for i := applyCommandsAt; i+1 < len(argv); {
 		n, _ := argv[i].(int)
